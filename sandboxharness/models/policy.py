@@ -1,0 +1,127 @@
+"""Evaluation policy: what is allowed, the limits, the tolerances and the promotion rule."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from ._base import FrozenModel
+from .solution import Language
+
+Severity = Literal["low", "medium", "high"]
+
+
+class ImportRules(FrozenModel):
+    allow: list[str] | None = None
+    """If set, only these top-level modules (or dotted prefixes) may be imported."""
+    deny: list[str] = Field(default_factory=list)
+    """Modules that may never be imported (dotted prefixes match submodules)."""
+
+
+class StaticRules(FrozenModel):
+    bandit: bool = True
+    semgrep: bool = True
+    ast_rules: bool = True
+    fail_on: Severity = "medium"
+    """Findings of this severity or above reject the candidate."""
+    ignore_rules: list[str] = Field(default_factory=list)
+    """Rule ids the policy owner accepts (candidates' own suppression comments never count)."""
+    timeout_s: float = Field(default=120.0, gt=0)
+
+
+class Limits(FrozenModel):
+    compile_timeout_s: float = Field(default=120.0, gt=0)
+    run_timeout_s: float = Field(default=300.0, gt=0)
+    """Wall clock for the whole candidate session (all trials and timed calls)."""
+    memory_mb: int = Field(default=8192, gt=0)
+    cpu_time_s: int = Field(default=600, gt=0)
+    max_processes: int = Field(default=256, gt=0)
+    max_open_files: int = Field(default=256, gt=0)
+    max_file_size_mb: int = Field(default=256, gt=0)
+    max_log_bytes: int = Field(default=64 * 1024, gt=0)
+    """stdout/stderr kept per process; the rest is dropped (counted)."""
+    max_result_mb: int = Field(default=512, gt=0)
+
+
+class Tolerance(FrozenModel):
+    atol: float = Field(ge=0)
+    rtol: float = Field(ge=0)
+
+
+class CorrectnessRules(FrozenModel):
+    trials: int = Field(default=3, ge=1)
+    """Fresh seeded inputs per trial, for every workload."""
+    max_workloads: int = Field(default=4, ge=1)
+    """Workloads taken from the file (spread over the file, smallest first)."""
+    heldout_values: list[int] = Field(default_factory=lambda: [1, 3, 37])
+    """Extra values tried on every var axis, beyond the workload file."""
+    tolerance: Tolerance = Tolerance(atol=1e-2, rtol=1e-2)
+    dtype_tolerance: dict[str, Tolerance] = Field(default_factory=dict)
+    """Per-output-dtype overrides (e.g. looser for bfloat16)."""
+    required_matched_ratio: float = Field(default=1.0, gt=0, le=1)
+    """FlashInfer-Bench semantics: an element fails only if abs err > atol AND rel err > rtol."""
+
+    def tolerance_for(self, dtype: str) -> Tolerance:
+        return self.dtype_tolerance.get(dtype, self.tolerance)
+
+
+class BenchmarkRules(FrozenModel):
+    warmup: int = Field(default=2, ge=0)
+    iterations: int = Field(default=10, ge=1)
+    """Timed calls per workload; each gets fresh inputs (new values, new addresses)."""
+    sampled_checks: int = Field(default=2, ge=0)
+    """Timed calls whose outputs are re-checked against the reference afterwards."""
+    max_dispersion: float | None = None
+    """Maximum (p75 - p25) / median; None: not enforced."""
+
+
+class Promotion(FrozenModel):
+    min_speedup: float | None = None
+    """Minimum baseline_time / candidate_time; None: speed does not gate promotion."""
+    baseline: Literal["reference", "flashinfer"] = "reference"
+    gate_speed_on_cpu: bool = False
+    """CPU wall-clock is not comparable with GPU timing; by default it never gates."""
+
+
+class SandboxRules(FrozenModel):
+    backend: Literal["auto", "process", "docker"] = "auto"
+    require: list[str] = Field(default_factory=list)
+    """Isolation layers that must be in force (e.g. ``netns``, ``seccomp``, ``docker``)."""
+
+
+class AuditRules(FrozenModel):
+    require_signing_key: bool = False
+    """Forbid the automatically created development key."""
+
+
+class Policy(FrozenModel):
+    name: str = Field(min_length=1)
+    description: str = ""
+    languages: list[Language] = Field(default_factory=lambda: [Language.TRITON, Language.PYTHON])
+    imports: ImportRules = ImportRules()
+    max_source_bytes: int = Field(default=256 * 1024, gt=0)
+    max_sources: int = Field(default=32, gt=0)
+    forbid_baseline_library: bool = True
+    """Reject candidates that call the definition's FlashInfer API (``fi_api`` tag)."""
+    static: StaticRules = StaticRules()
+    limits: Limits = Limits()
+    correctness: CorrectnessRules = CorrectnessRules()
+    benchmark: BenchmarkRules = BenchmarkRules()
+    required_stages: list[Literal["static", "compile", "correctness", "sanitizer", "benchmark"]] = (
+        Field(default_factory=lambda: ["static", "compile", "correctness", "benchmark"])
+    )
+    """Stages that must pass; a required stage that was skipped rejects."""
+    promotion: Promotion = Promotion()
+    sandbox: SandboxRules = SandboxRules()
+    audit: AuditRules = AuditRules()
+
+    @model_validator(mode="after")
+    def _check(self) -> Policy:
+        if not self.languages:
+            raise ValueError("languages: an empty list would reject everything")
+        if self.imports.allow is not None:
+            both = set(self.imports.allow) & set(self.imports.deny)
+            if both:
+                raise ValueError(f"imports: {sorted(both)} both allowed and denied")
+        return self
