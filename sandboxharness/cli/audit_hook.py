@@ -1,0 +1,48 @@
+"""Glue between ``evaluate`` and the audit package: checks before, records after."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import InputError
+from ..models import Verdict
+
+
+def _require_key(policy_path: Path | None) -> bool:
+    if policy_path is None:
+        return False
+    from ..intake import load_policy
+
+    return load_policy(policy_path).audit.require_signing_key
+
+
+def precheck(log: Path | None, key: Path | None, attestation: Path | None,
+             policy_path: Path | None) -> None:
+    """Fail on bad audit arguments *before* spending minutes on an evaluation."""
+    if attestation is not None and not attestation.parent.is_dir():
+        raise InputError("directory does not exist", where=str(attestation.parent))
+    if log is not None and not log.parent.is_dir():
+        raise InputError("directory does not exist", where=str(log.parent))
+    if (log is not None or attestation is not None) and key is None and _require_key(policy_path):
+        raise InputError("the policy requires --signing-key (no development key allowed)",
+                         where=str(policy_path))
+    if key is not None and not key.is_file():
+        raise InputError("signing key not found", where=str(key))
+
+
+def record(verdict: Verdict, log: Path | None, key: Path | None, attestation: Path | None,
+           policy_path: Path | None) -> None:
+    if log is None and attestation is None:
+        return
+    from .. import audit
+
+    signer = audit.load_signer(key, allow_dev_key=not _require_key(policy_path),
+                               dev_key_dir=(log or attestation or Path(".")).resolve().parent)
+    if log is not None:
+        audit.record_verdict(verdict, log, signer)
+    if attestation is not None:
+        import json
+
+        from .main import write_atomic
+
+        write_atomic(attestation, json.dumps(audit.make_attestation(verdict, signer), indent=2))

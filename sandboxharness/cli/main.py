@@ -1,0 +1,190 @@
+"""``sandboxharness`` CLI. Exit codes: 0 promote/ok, 1 reject/tampered, 2 bad input, 3 harness."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+
+from ..errors import HarnessError, InputError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Validate, isolate, time and audit LLM-written GPU kernels.")
+err = Console(stderr=True)
+out = Console()
+
+
+def fail(exc: BaseException) -> NoReturn:
+    """One line, no traceback; the exit code says which family failed."""
+    if isinstance(exc, HarnessError):
+        err.print(f"error: {exc}", markup=False, highlight=False)
+        raise typer.Exit(exc.exit_code)
+    err.print(f"internal error: {type(exc).__name__}: {exc}", markup=False, highlight=False)
+    if os.environ.get("SANDBOXHARNESS_DEBUG"):
+        raise exc
+    raise typer.Exit(3)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Whole file or nothing: never a half-written output."""
+    path = path.resolve()
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, indent=None, separators=(",", ":"), allow_nan=True)
+
+
+@app.command()
+def evaluate(
+    definition: Annotated[Path, typer.Option(help="FlashInfer-Bench definition JSON")],
+    solution: Annotated[Path, typer.Option(help="FlashInfer-Bench solution JSON")],
+    workloads: Annotated[Path | None, typer.Option(help="workloads .jsonl (default: beside "
+                                                   "the definition, FIB layout)")] = None,
+    policy: Annotated[Path | None, typer.Option(help="policy YAML (default: policies/"
+                                                "default.yaml)")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="print the verdict as JSON")] = False,
+    seed: Annotated[int | None, typer.Option(help="root seed (default: random, recorded)")] = None,
+    backend: Annotated[str | None, typer.Option(help="auto | process | docker")] = None,
+    blob_root: Annotated[Path | None, typer.Option(help="root of safetensors blob paths")] = None,
+    trace_out: Annotated[Path | None, typer.Option(help="write FIB Trace lines here")] = None,
+    audit_log: Annotated[Path | None, typer.Option(help="append the verdict to this log")] = None,
+    signing_key: Annotated[Path | None, typer.Option(help="Ed25519 key for the audit log")] = None,
+    attestation: Annotated[Path | None, typer.Option(help="write a DSSE in-toto attestation")] = None,
+) -> None:
+    """Evaluate one solution. Exit 0 promote, 1 reject, 2 bad input, 3 harness error."""
+    from ..api import evaluate_files
+    from . import audit_hook, render
+
+    try:
+        audit_hook.precheck(audit_log, signing_key, attestation, policy)
+        observer = (lambda r: render.stage_line(err, r)) if err.is_terminal and not json_out \
+            else None
+        verdict = evaluate_files(definition, solution, workloads, policy, backend=backend,
+                                 seed=seed, blob_root=blob_root, observer=observer)
+        if trace_out is not None:
+            from ..intake import load_workloads
+            from ..traces import to_traces
+
+            wl_path = workloads
+            if wl_path is None:
+                from ..api import find_workloads
+                from ..intake import load_definition
+
+                wl_path = find_workloads(definition, load_definition(definition))
+            lines = [t.model_dump_json(exclude_none=False) for t in
+                     to_traces(verdict, load_workloads(wl_path))]
+            write_atomic(trace_out, "".join(line + "\n" for line in lines))
+        audit_hook.record(verdict, audit_log, signing_key, attestation, policy)
+    except Exception as exc:  # noqa: BLE001  every failure becomes one line + exit code
+        fail(exc)
+    if json_out:
+        print(dumps(verdict.model_dump(mode="json")))
+    else:
+        render.verdict(out, verdict)
+    raise typer.Exit(0 if verdict.decision == "promote" else 1)
+
+
+@app.command()
+def validate(paths: Annotated[list[Path], typer.Argument(help="definitions, workloads "
+                                                         "(.jsonl), solutions, policies")]) -> None:
+    """Validate documents. Exit 0 if all are valid, 2 otherwise (one line per problem)."""
+    from ..intake import validate_file
+
+    bad = 0
+    for p in paths:
+        try:
+            kind = validate_file(p)
+            out.print(f"ok: {p} ({kind})", markup=False, highlight=False)
+        except InputError as exc:
+            err.print(f"error: {exc}", markup=False, highlight=False)
+            bad += 1
+        except Exception as exc:  # noqa: BLE001
+            fail(exc)
+    raise typer.Exit(2 if bad else 0)
+
+
+@app.command()
+def scan(
+    solution: Annotated[Path, typer.Option(help="solution JSON")],
+    definition: Annotated[Path | None, typer.Option(help="definition (for baseline rules)")] = None,
+    policy: Annotated[Path | None, typer.Option(help="policy YAML")] = None,
+    json_out: Annotated[bool, typer.Option("--json")] = False,
+    sarif: Annotated[Path | None, typer.Option(help="also write SARIF 2.1.0 here")] = None,
+) -> None:
+    """Static analysis only. Exit 0 no blocking finding, 1 blocking findings, 2 bad input."""
+    from dataclasses import asdict
+
+    from ..api import default_policy
+    from ..intake import load_definition, load_policy, load_solution
+    from ..static import run_static
+
+    try:
+        sol = load_solution(solution)
+        d = load_definition(definition) if definition else None
+        pol = load_policy(policy) if policy else default_policy()
+        with tempfile.TemporaryDirectory(prefix="shx-scan-") as tmp:
+            report = run_static(sol, d, pol, Path(tmp))
+        if sarif is not None:
+            from ..static.sarif import to_sarif
+
+            write_atomic(sarif, json.dumps(to_sarif(report.findings), indent=2))
+    except Exception as exc:  # noqa: BLE001
+        fail(exc)
+    blocking = {id(f) for f in report.blocking}
+    if json_out:
+        print(dumps({"findings": [asdict(f) | {"blocking": id(f) in blocking}
+                                  for f in report.findings], "tools": report.tools}))
+    else:
+        for f in report.findings:
+            mark = "BLOCK" if id(f) in blocking else "note "
+            out.print(f"{mark} {f.severity:<6} {f.location():<24} {f.tool}:{f.rule_id}  "
+                      f"{f.message}", markup=False, highlight=False)
+        out.print(f"{len(report.findings)} finding(s), {len(report.blocking)} blocking")
+    raise typer.Exit(1 if report.blocking else 0)
+
+
+def _register_optional() -> None:
+    """Sub-commands that live in their own modules."""
+    try:
+        from .audit_cmd import audit_app, keys_app
+
+        app.add_typer(audit_app, name="audit", help="Verify and inspect the signed audit log.")
+        app.add_typer(keys_app, name="keys", help="Generate signing keys.")
+    except ImportError:
+        pass
+    try:
+        from .doctor_cmd import doctor
+
+        app.command(name="doctor")(doctor)
+    except ImportError:
+        pass
+    from .examples_cmd import examples
+
+    app.command(name="examples")(examples)
+
+
+_register_optional()
+
+
+def run() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)

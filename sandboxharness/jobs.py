@@ -1,0 +1,77 @@
+"""Job directories and the two sandboxed runs: the candidate first, then the reference.
+
+The reference runs in a process of its own after the candidate's process tree is gone, and
+its outputs live in a directory the candidate's job never sees.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError
+from .models import Definition, Policy, Solution, WorkloadTrace
+from .models.workload import SafetensorsInput
+from .sandbox.interface import JobSpec, Sandbox
+from .stages.cases import Case
+from .stages.execute import Plan, RoleRun, run_role
+
+
+def check_blobs(workloads: list[WorkloadTrace], blob_root: Path | None) -> Path:
+    """Every safetensors input must exist before anything runs (a clear error, not a crash)."""
+    root = (blob_root or Path.cwd()).resolve()
+    for wl in workloads:
+        for name, spec in wl.workload.inputs.items():
+            if isinstance(spec, SafetensorsInput):
+                blob = (root / spec.path).resolve()
+                if not blob.is_relative_to(root):
+                    raise InputError(f"blob path of input {name!r} leaves the blob root",
+                                     where=f"workload {wl.workload.uuid}")
+                if not blob.is_file():
+                    raise InputError(f"safetensors blob for input {name!r} not found: {blob}",
+                                     where=f"workload {wl.workload.uuid}")
+    return root
+
+
+def _job(root: Path, role: str, data_dir: Path, policy: Policy, device: str) -> JobSpec:
+    base = root / role
+    dirs = {k: base / k for k in ("src", "out", "tmp")}
+    for d in dirs.values():
+        d.mkdir(parents=True, mode=0o700)
+    env = {"TRITON_INTERPRET": "1"} if device == "cpu" else {}
+    return JobSpec(role=role, src_dir=dirs["src"], data_dir=data_dir, out_dir=dirs["out"],
+                   tmp_dir=dirs["tmp"], limits=policy.limits, env=env, gpu=device != "cpu")
+
+
+def run_both(sandbox: Sandbox, definition: Definition, solution: Solution, cases: list[Case],
+             policy: Policy, seed: int, device: str, root: Path,
+             data_dir: Path) -> tuple[RoleRun, RoleRun | None, Plan]:
+    bench_cases = [c for c in cases if not c.heldout]
+    plan = Plan(cases=cases, bench_cases=bench_cases, trials=policy.correctness.trials,
+                seed=seed, device=device, policy=policy)
+    cand_job = _job(root, "candidate", data_dir, policy, device)
+    for src in solution.sources:
+        path = cand_job.src_dir / src.path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(src.content, encoding="utf-8")
+    hello: dict[str, Any] = {
+        "role": "candidate", "entry_file": solution.spec.entry_file,
+        "entry_func": solution.spec.entry_function,
+        "dps": solution.spec.destination_passing_style,
+        "preload_triton": solution.spec.language.value == "triton",
+    }
+    cand = run_role(sandbox, cand_job, hello, plan)
+    if cand.fault is not None and cand.fault_phase in ("compile", "correctness"):
+        return cand, None, plan
+    ref_job = _job(root, "reference", data_dir, policy, device)
+    (ref_job.src_dir / "reference.py").write_text(definition.reference, encoding="utf-8")
+    sampled = {b.case.id: sorted(b.sampled) for b in cand.benches}
+    ref_plan = replace(plan, sampled=sampled)
+    ref = run_role(sandbox, ref_job, {"role": "reference", "entry_file": "reference.py",
+                                      "entry_func": "run", "dps": False,
+                                      "preload_triton": False}, ref_plan)
+    if ref.fault is not None:
+        raise InputError(f"the definition's reference failed during {ref.fault_phase}: "
+                         f"{ref.fault.message}", where=definition.name)
+    return cand, ref, plan

@@ -1,0 +1,59 @@
+"""Trusted-side comparison of one output against the reference (FlashInfer-Bench semantics)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..models.policy import Tolerance
+from ..models.verdict import ReasonCode
+
+
+@dataclass(frozen=True)
+class Comparison:
+    code: ReasonCode | None
+    """None when the output matches."""
+    message: str
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    matched_ratio: float = 1.0
+
+
+def compare(name: str, out: torch.Tensor | None, ref: torch.Tensor, tol: Tolerance,
+            required_ratio: float) -> Comparison:
+    if out is None or type(out) is not torch.Tensor:
+        return Comparison(ReasonCode.INCORRECT_TYPE, f"output {name!r} missing or not a tensor")
+    if tuple(out.shape) != tuple(ref.shape):
+        return Comparison(ReasonCode.INCORRECT_SHAPE,
+                          f"output {name!r} has shape {tuple(out.shape)}, expected {tuple(ref.shape)}")
+    if out.dtype != ref.dtype:
+        return Comparison(ReasonCode.INCORRECT_DTYPE,
+                          f"output {name!r} has dtype {out.dtype}, expected {ref.dtype}")
+    if out.numel() == 0:
+        return Comparison(None, "empty")
+    o = out.to(torch.float64)
+    r = ref.to(torch.float64)
+    ref_finite = torch.isfinite(r)
+    out_finite = torch.isfinite(o)
+    bad_nonfinite = ref_finite & ~out_finite
+    if bool(bad_nonfinite.any()):
+        n = int(bad_nonfinite.sum())
+        return Comparison(ReasonCode.NONFINITE_OUTPUT,
+                          f"output {name!r} has {n} NaN/Inf element(s) where the reference is finite")
+    # where the reference itself is non-finite, demand the identical value
+    same_special = (~ref_finite) & ((o == r) | (torch.isnan(o) & torch.isnan(r)))
+    both = ref_finite & out_finite
+    abs_err = torch.where(both, (o - r).abs(), torch.zeros_like(o))
+    rel_err = abs_err / r.abs().clamp_min(torch.finfo(torch.float64).tiny)
+    fails = both & (abs_err > tol.atol) & (rel_err > tol.rtol)
+    fails |= (~ref_finite) & ~same_special
+    ratio = 1.0 - float(fails.sum()) / fails.numel()
+    max_abs = float(abs_err.max())
+    max_rel = float(torch.where(both, rel_err, torch.zeros_like(rel_err)).max())
+    if ratio < required_ratio:
+        return Comparison(ReasonCode.INCORRECT_NUMERICAL,
+                          f"output {name!r}: {ratio:.4%} of elements within atol={tol.atol} or "
+                          f"rtol={tol.rtol} (need {required_ratio:.2%}); max abs err {max_abs:.3g}",
+                          max_abs, max_rel, ratio)
+    return Comparison(None, "ok", max_abs, max_rel, ratio)

@@ -1,0 +1,43 @@
+"""Reading what the sandbox wrote: size-capped, no symlinks, parsed on the trusted side."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load as st_load
+
+from ..models.verdict import ReasonCode
+from .session import KernelFault
+
+
+def read_tensors(path: Path, cap_bytes: int) -> dict[str, torch.Tensor]:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise KernelFault(ReasonCode.WORKER_PROTOCOL,
+                          f"result file {path.name} unreadable: {exc.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise KernelFault(ReasonCode.WORKER_PROTOCOL, f"result {path.name} is not a file")
+        if st.st_size > cap_bytes:
+            raise KernelFault(ReasonCode.RESOURCE_LIMIT,
+                              f"result {path.name} is {st.st_size} bytes, over the cap")
+        chunks, left = [], st.st_size
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 24))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    finally:
+        os.close(fd)
+    try:
+        return st_load(b"".join(chunks))
+    except (SafetensorError, ValueError, RuntimeError) as exc:
+        raise KernelFault(ReasonCode.WORKER_PROTOCOL,
+                          f"result {path.name} is not a valid tensor file: {exc}") from None
