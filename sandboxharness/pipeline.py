@@ -10,13 +10,24 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from . import jobs
 from ._internal import environment
 from .errors import InfrastructureError
 from .models import (
-    Candidate, Definition, Environment, Policy, Reason, ReasonCode, Solution, Stage,
-    StageResult, Subject, Verdict, WorkloadTrace,
+    Candidate,
+    Definition,
+    Environment,
+    Policy,
+    Reason,
+    ReasonCode,
+    Solution,
+    Stage,
+    StageResult,
+    Subject,
+    Verdict,
+    WorkloadTrace,
 )
 from .sandbox import select_backend
 from .sandbox.interface import Sandbox
@@ -35,7 +46,7 @@ def _skipped(stage: Stage, why: str) -> StageResult:
     return StageResult(stage=stage, status="skipped", duration_s=0.0, details={"reason": why})
 
 
-def _result(stage: Stage, reasons: list[Reason], started: float, details: dict) -> StageResult:
+def _result(stage: Stage, reasons: list[Reason], started: float, details: dict[str, Any]) -> StageResult:
     return StageResult(stage=stage, status="failed" if reasons else "passed",
                        duration_s=time.monotonic() - started, reasons=reasons, details=details)
 
@@ -119,11 +130,13 @@ class Harness:
                          duration_s=cand.wall_s.get("compile", 0.0), details=compile_details))
         t1 = time.monotonic()
         cand_dir, ref_dir = root / "candidate" / "out", root / "reference" / "out"
-        if ref is None:  # the candidate's process died or misbehaved before it finished
-            assert cand.fault is not None
-            reasons = [Reason(code=cand.fault.code, stage=Stage.CORRECTNESS,
-                              message=cand.fault.message)]
-            details: dict = {"log_tail": cand.exit.stderr[-2000:] if cand.exit else ""}
+        if ref is None or cand.fault is not None and cand.fault_phase == "correctness":
+            # the candidate's process died or misbehaved before it finished its calls
+            fault = cand.fault
+            reasons = [Reason(code=fault.code if fault else ReasonCode.WORKER_PROTOCOL,
+                              stage=Stage.CORRECTNESS,
+                              message=fault.message if fault else "no results")]
+            details: dict[str, Any] = {"log_tail": cand.exit.stderr[-2000:] if cand.exit else ""}
         else:
             reasons, details = correctness.judge(definition, self.policy, cand, ref, cand_dir,
                                                  ref_dir, str(data_dir))

@@ -5,9 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .models import Stage, Verdict, WorkloadTrace
-from .models.trace import (
-    Correctness, Evaluation, EvaluationStatus, Performance, Trace, TraceEnvironment,
-)
+from .models.trace import Correctness, Evaluation, EvaluationStatus, Performance, Trace, TraceEnvironment
 
 _STATUS: dict[str, EvaluationStatus] = {
     "INCORRECT_SHAPE": "INCORRECT_SHAPE", "INCORRECT_DTYPE": "INCORRECT_DTYPE",

@@ -5,16 +5,7 @@ from .definition import ConstAxis, Definition, TensorSpec, VarAxis
 from .policy import Policy
 from .solution import Binding, BuildSpec, Language, Solution, SourceFile
 from .trace import Trace
-from .verdict import (
-    Candidate,
-    Environment,
-    Reason,
-    ReasonCode,
-    Stage,
-    StageResult,
-    Subject,
-    Verdict,
-)
+from .verdict import Candidate, Environment, Reason, ReasonCode, Stage, StageResult, Subject, Verdict
 from .workload import RandomInput, SafetensorsInput, ScalarInput, Workload, WorkloadTrace
 
 __all__ = [

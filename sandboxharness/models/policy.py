@@ -10,6 +10,7 @@ from ._base import FrozenModel
 from .solution import Language
 
 Severity = Literal["low", "medium", "high"]
+StageName = Literal["static", "compile", "correctness", "sanitizer", "benchmark"]
 
 
 class ImportRules(FrozenModel):
@@ -108,9 +109,8 @@ class Policy(FrozenModel):
     limits: Limits = Limits()
     correctness: CorrectnessRules = CorrectnessRules()
     benchmark: BenchmarkRules = BenchmarkRules()
-    required_stages: list[Literal["static", "compile", "correctness", "sanitizer", "benchmark"]] = (
-        Field(default_factory=lambda: ["static", "compile", "correctness", "benchmark"])
-    )
+    required_stages: list[StageName] = Field(
+        default_factory=lambda: list[StageName](["static", "compile", "correctness", "benchmark"]))
     """Stages that must pass; a required stage that was skipped rejects."""
     promotion: Promotion = Promotion()
     sandbox: SandboxRules = SandboxRules()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from pathlib import PurePosixPath
 
 from pydantic import Field, field_validator, model_validator
@@ -10,7 +10,7 @@ from pydantic import Field, field_validator, model_validator
 from ._base import FrozenModel
 
 
-class Language(str, Enum):
+class Language(StrEnum):
     PYTHON = "python"
     TRITON = "triton"
     CUDA = "cuda"
@@ -18,7 +18,7 @@ class Language(str, Enum):
     TILELANG = "tilelang"
 
 
-class Binding(str, Enum):
+class Binding(StrEnum):
     TORCH = "torch"
     TVM_FFI = "tvm-ffi"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
@@ -10,7 +10,7 @@ from pydantic import Field, model_validator
 from ._base import FrozenModel
 
 
-class Stage(str, Enum):
+class Stage(StrEnum):
     INTAKE = "intake"
     STATIC = "static"
     POLICY = "policy"
@@ -21,7 +21,7 @@ class Stage(str, Enum):
     PROMOTION = "promotion"
 
 
-class ReasonCode(str, Enum):
+class ReasonCode(StrEnum):
     """Stable codes: documented in the README, never renamed, only added."""
 
     # static + policy

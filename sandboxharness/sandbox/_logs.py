@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import threading
-from typing import BinaryIO
+from typing import IO
 
 
 class CappedReader:
-    def __init__(self, stream: BinaryIO, cap: int) -> None:
+    def __init__(self, stream: IO[bytes], cap: int) -> None:
         self._stream, self._cap = stream, cap
         self._buf = bytearray()
         self.dropped = 0

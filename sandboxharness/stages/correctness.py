@@ -35,7 +35,8 @@ def judge_call(definition: Definition, policy: Policy, cand: CallResult, cand_di
     cap = policy.limits.max_result_mb * 1024 * 1024
     if cand.error is not None:
         return ReasonCode.RUNTIME_ERROR, cand.error, {}
-    assert cand.file is not None and ref.file is not None and cand.reply is not None
+    if cand.file is None or ref.file is None or cand.reply is None:
+        return ReasonCode.WORKER_PROTOCOL, "no result file for this call", {}
     described = cand.reply.get("outputs") or []
     names = [o["name"] for o in cand.case.payload["outputs"]]
     if cand.reply.get("n_outputs") != len(names):
