@@ -39,9 +39,25 @@ def _job(root: Path, role: str, data_dir: Path, policy: Policy, device: str) -> 
     dirs = {k: base / k for k in ("src", "out", "tmp")}
     for d in dirs.values():
         d.mkdir(parents=True, mode=0o700)
-    env = {"TRITON_INTERPRET": "1"} if device == "cpu" else {}
+    if device == "cpu":
+        env = {"TRITON_INTERPRET": "1"}
+    else:  # GPU: the toolchain (nvcc, ninja) for builds inside the sandbox
+        from .stages.compile_cuda import gpu_env
+
+        env = gpu_env()
     return JobSpec(role=role, src_dir=dirs["src"], data_dir=data_dir, out_dir=dirs["out"],
                    tmp_dir=dirs["tmp"], limits=policy.limits, env=env, gpu=device != "cpu")
+
+
+def candidate_hello(solution: Solution) -> dict[str, Any]:
+    """What the worker is told about the candidate (the sanitizer stage reuses it)."""
+    spec = solution.spec
+    return {
+        "role": "candidate", "entry_file": spec.entry_file, "entry_func": spec.entry_function,
+        "dps": spec.destination_passing_style, "preload_triton": spec.language.value == "triton",
+        "language": spec.language.value, "binding": spec.binding.value if spec.binding else None,
+        "build_key": solution.content_hash(),
+    }
 
 
 def run_both(sandbox: Sandbox, definition: Definition, solution: Solution, cases: list[Case],
@@ -55,13 +71,7 @@ def run_both(sandbox: Sandbox, definition: Definition, solution: Solution, cases
         path = cand_job.src_dir / src.path
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(src.content, encoding="utf-8")
-    hello: dict[str, Any] = {
-        "role": "candidate", "entry_file": solution.spec.entry_file,
-        "entry_func": solution.spec.entry_function,
-        "dps": solution.spec.destination_passing_style,
-        "preload_triton": solution.spec.language.value == "triton",
-    }
-    cand = run_role(sandbox, cand_job, hello, plan)
+    cand = run_role(sandbox, cand_job, candidate_hello(solution), plan)
     if cand.fault is not None and cand.fault_phase in ("compile", "correctness"):
         return cand, None, plan
     ref_job = _job(root, "reference", data_dir, policy, device)

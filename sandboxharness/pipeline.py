@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import jobs
+from . import baselines, jobs
 from ._internal import environment
 from .errors import InfrastructureError
 from .models import (
@@ -31,7 +31,7 @@ from .models import (
 )
 from .sandbox import select_backend
 from .sandbox.interface import Sandbox
-from .stages import benchmark, correctness, precheck
+from .stages import benchmark, compile_cuda, correctness, precheck, sanitizer
 from .stages.cases import build_cases
 
 Observer = Callable[[StageResult], None]
@@ -67,7 +67,7 @@ class Harness:
                  workloads: list[WorkloadTrace], *, seed: int | None = None,
                  blob_root: Path | None = None) -> Verdict:
         started_at = _now()
-        seed = secrets.randbits(63) if seed is None else seed
+        seed = secrets.randbits(53)  # RFC 8785 integers stop at 2**53 - 1 if seed is None else seed
         device = "cuda" if environment.device_name() != "cpu" else "cpu"
         if solution.spec.language.value in GPU_LANGUAGES and device == "cpu":
             raise InfrastructureError(f"{solution.spec.language.value} solutions need a CUDA "
@@ -120,6 +120,9 @@ class Harness:
                                         seed, device, root, data_dir)
         compile_details = {"import_s": cand.import_s, "wall_s": cand.wall_s.get("compile"),
                            "log_tail": (cand.exit.stderr[-2000:] if cand.exit else "")}
+        if device != "cpu" and solution.spec.language.value in GPU_LANGUAGES:  # GPU: nvcc log
+            compile_details.update(compile_cuda.summarize(root / "candidate" / "out",
+                                                          solution.content_hash()))
         if cand.fault is not None and cand.fault_phase == "compile":
             emit(_result(Stage.COMPILE, [Reason(code=cand.fault.code, stage=Stage.COMPILE,
                                                 message=cand.fault.message)], t0, compile_details))
@@ -144,8 +147,14 @@ class Harness:
         emit(StageResult(stage=Stage.CORRECTNESS, status="failed" if reasons else "passed",
                          duration_s=cand.wall_s.get("correctness", 0.0) + time.monotonic() - t1,
                          reasons=reasons, details=details))
-        emit(_skipped(Stage.SANITIZER, "no CUDA device: compute-sanitizer needs a GPU"
-                      if device == "cpu" else "sanitizer stage not configured"))
+        if device == "cpu":
+            emit(_skipped(Stage.SANITIZER, "no CUDA device: compute-sanitizer needs a GPU"))
+        elif reasons or ref is None:
+            emit(_skipped(Stage.SANITIZER, "not run: the candidate is not correct"))
+        else:  # GPU: compute-sanitizer, one sandboxed job per tool
+            emit(sanitizer.run(self.sandbox, definition, solution, cases, self.policy, seed,
+                               root, data_dir, jobs.candidate_hello(solution),
+                               root / "candidate" / "out"))
         if reasons or ref is None:
             emit(_skipped(Stage.BENCHMARK, "not run: the candidate is not correct"))
             return
@@ -155,6 +164,11 @@ class Harness:
         if cand.fault is not None and cand.fault_phase == "benchmark":
             b_reasons.insert(0, Reason(code=cand.fault.code, stage=Stage.BENCHMARK,
                                        message=cand.fault.message))
+        if device != "cpu" and cand.benches:  # GPU: baselines, promotion gate, roofline
+            g_reasons, g_details = baselines.extend_benchmark(
+                self.sandbox, definition, self.policy, cand, ref, plan, root, data_dir)
+            b_reasons.extend(g_reasons)
+            b_details.update(g_details)
         emit(StageResult(stage=Stage.BENCHMARK, status="failed" if b_reasons else "passed",
                          duration_s=cand.wall_s.get("benchmark", 0.0) + time.monotonic() - t2,
                          reasons=b_reasons, details=b_details))

@@ -41,8 +41,14 @@ else
     step "packages present"
 fi
 
-# -- 2. runtimes: gVisor refuses to start with a network in the root netns ----------------
+# -- 2. runtimes --------------------------------------------------------------------------
+# gVisor refuses to start with a network in the root netns: --network=none. --oci-seccomp
+# (where this runsc build has it) applies the container's seccomp profile inside the sandbox
+# too; without it runsc ignores the profile (DockerSandbox then warns and does not claim it).
 runsc_args='"--network=none"'
+if runsc flags 2>&1 | grep -c -- '-oci-seccomp' >/dev/null; then
+    runsc_args="$runsc_args, \"--oci-seccomp\""
+fi
 want=$(printf '{\n  "runtimes": {\n    "runsc": {"path": "/usr/bin/runsc", "runtimeArgs": [%s]}\n  }\n}\n' \
        "$runsc_args")
 mkdir -p /etc/docker

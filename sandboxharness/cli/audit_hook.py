@@ -38,11 +38,11 @@ def record(verdict: Verdict, log: Path | None, key: Path | None, attestation: Pa
 
     signer = audit.load_signer(key, allow_dev_key=not _require_key(policy_path),
                                dev_key_dir=(log or attestation or Path(".")).resolve().parent)
-    if log is not None:
-        audit.record_verdict(verdict, log, signer)
+    appended = audit.record_verdict(verdict, log, signer) if log is not None else None
     if attestation is not None:
         import json
 
         from .main import write_atomic
 
-        write_atomic(attestation, json.dumps(audit.make_attestation(verdict, signer), indent=2))
+        envelope = audit.make_attestation(verdict, signer, audit=appended)
+        write_atomic(attestation, json.dumps(envelope, indent=2))

@@ -20,12 +20,17 @@ err = Console(stderr=True)
 out = Console()
 
 
+def eprint(line: str) -> None:
+    """Plain stderr: rich would wrap a long path onto a second line."""
+    print(line, file=sys.stderr, flush=True)
+
+
 def fail(exc: BaseException) -> NoReturn:
     """One line, no traceback; the exit code says which family failed."""
     if isinstance(exc, HarnessError):
-        err.print(f"error: {exc}", markup=False, highlight=False)
+        eprint(f"error: {exc}")
         raise typer.Exit(exc.exit_code)
-    err.print(f"internal error: {type(exc).__name__}: {exc}", markup=False, highlight=False)
+    eprint(f"internal error: {type(exc).__name__}: {exc}")
     if os.environ.get("SANDBOXHARNESS_DEBUG"):
         raise exc
     raise typer.Exit(3)
@@ -59,7 +64,8 @@ def evaluate(
     policy: Annotated[Path | None, typer.Option(help="policy YAML (default: policies/"
                                                 "default.yaml)")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="print the verdict as JSON")] = False,
-    seed: Annotated[int | None, typer.Option(help="root seed (default: random, recorded)")] = None,
+    seed: Annotated[int | None, typer.Option(min=0, max=2**53 - 1,
+                                             help="root seed (default: random, recorded)")] = None,
     backend: Annotated[str | None, typer.Option(help="auto | process | docker")] = None,
     blob_root: Annotated[Path | None, typer.Option(help="root of safetensors blob paths")] = None,
     trace_out: Annotated[Path | None, typer.Option(help="write FIB Trace lines here")] = None,
@@ -110,9 +116,9 @@ def validate(paths: Annotated[list[Path], typer.Argument(help="definitions, work
     for p in paths:
         try:
             kind = validate_file(p)
-            out.print(f"ok: {p} ({kind})", markup=False, highlight=False)
+            print(f"ok: {p} ({kind})")
         except InputError as exc:
-            err.print(f"error: {exc}", markup=False, highlight=False)
+            eprint(f"error: {exc}")
             bad += 1
         except Exception as exc:  # noqa: BLE001
             fail(exc)
@@ -153,8 +159,7 @@ def scan(
     else:
         for f in report.findings:
             mark = "BLOCK" if id(f) in blocking else "note "
-            out.print(f"{mark} {f.severity:<6} {f.location():<24} {f.tool}:{f.rule_id}  "
-                      f"{f.message}", markup=False, highlight=False)
+            print(f"{mark} {f.severity:<6} {f.location():<24} {f.tool}:{f.rule_id}  {f.message}")
         out.print(f"{len(report.findings)} finding(s), {len(report.blocking)} blocking")
     raise typer.Exit(1 if report.blocking else 0)
 

@@ -75,6 +75,9 @@ class BenchmarkRules(FrozenModel):
     """Timed calls whose outputs are re-checked against the reference afterwards."""
     max_dispersion: float | None = None
     """Maximum (p75 - p25) / median; None: not enforced."""
+    baselines: list[Literal["flashinfer"]] = Field(default_factory=lambda: ["flashinfer"])
+    """GPU: baselines timed in the same run besides the reference (the FlashInfer function of
+    the definition's ``fi_api`` tag, when flashinfer imports in the worker)."""
 
 
 class Promotion(FrozenModel):
@@ -83,6 +86,34 @@ class Promotion(FrozenModel):
     baseline: Literal["reference", "flashinfer"] = "reference"
     gate_speed_on_cpu: bool = False
     """CPU wall-clock is not comparable with GPU timing; by default it never gates."""
+    min_repeats: int = Field(default=2, ge=1)
+    """GPU: the speed gate must hold in this many independent repeats (consecutive blocks of
+    the timed calls, each judged by its own median) on every workload (regime). A win on some
+    regimes only is recorded as ``archive_only`` in the benchmark details, never promoted."""
+
+
+SanitizerTool = Literal["memcheck", "racecheck", "initcheck", "synccheck"]
+
+
+class SanitizerRules(FrozenModel):
+    """compute-sanitizer on one small workload, one call, per tool (GPU only)."""
+
+    tools: list[SanitizerTool] = Field(
+        default_factory=lambda: ["memcheck", "racecheck", "initcheck", "synccheck"])
+    """Tools to run; an empty list skips the stage."""
+    fail_on: list[SanitizerTool] = Field(
+        default_factory=lambda: ["memcheck", "racecheck", "initcheck", "synccheck"])
+    """Tools whose findings reject the candidate; the others are recorded only."""
+    api_errors_fail: bool = False
+    """CUDA API errors the sanitizer reports (``Program hit ...``) reject too; off by default
+    since frameworks probe the driver with calls that fail harmlessly."""
+    timeout_s: float = Field(default=240.0, gt=0)
+    """Wall clock per tool run, build included; past it the run is killed (TIMEOUT)."""
+    print_limit: int = Field(default=50, ge=1)
+    """``--print-limit``: reports kept per run."""
+    max_log_bytes: int = Field(default=1024 * 1024, gt=0)
+    parallel: bool = True
+    """Run the tools side by side (separate sandboxed processes)."""
 
 
 class SandboxRules(FrozenModel):
@@ -113,6 +144,7 @@ class Policy(FrozenModel):
         default_factory=lambda: list[StageName](["static", "compile", "correctness", "benchmark"]))
     """Stages that must pass; a required stage that was skipped rejects."""
     promotion: Promotion = Promotion()
+    sanitizer: SanitizerRules = SanitizerRules()
     sandbox: SandboxRules = SandboxRules()
     audit: AuditRules = AuditRules()
 

@@ -39,6 +39,7 @@ class ReasonCode(StrEnum):
     COMPILE_ERROR = "COMPILE_ERROR"
     """Import / build of the candidate failed, or its entry point is missing."""
     COMPILE_TIMEOUT = "COMPILE_TIMEOUT"
+    """Import / build ran past the policy's compile time limit."""
     # run time
     RUNTIME_ERROR = "RUNTIME_ERROR"
     """The candidate raised while being called."""
@@ -52,7 +53,9 @@ class ReasonCode(StrEnum):
     """Timers, comparison functions or the worker itself were tampered with at run time."""
     # correctness
     INCORRECT_SHAPE = "INCORRECT_SHAPE"
+    """An output's shape differs from the definition's for that workload."""
     INCORRECT_DTYPE = "INCORRECT_DTYPE"
+    """An output's dtype differs from the definition's."""
     INCORRECT_TYPE = "INCORRECT_TYPE"
     """An output is not exactly ``torch.Tensor`` (e.g. a lazy subclass) or is missing."""
     INCORRECT_NUMERICAL = "INCORRECT_NUMERICAL"
@@ -72,9 +75,13 @@ class ReasonCode(StrEnum):
     """Dispersion over the policy's maximum."""
     # sanitizer
     SANITIZER_MEMCHECK = "SANITIZER_MEMCHECK"
+    """compute-sanitizer memcheck: out-of-bounds or misaligned access, leak, bad free."""
     SANITIZER_RACECHECK = "SANITIZER_RACECHECK"
+    """compute-sanitizer racecheck: shared-memory data race."""
     SANITIZER_INITCHECK = "SANITIZER_INITCHECK"
+    """compute-sanitizer initcheck: read of uninitialised device memory."""
     SANITIZER_SYNCCHECK = "SANITIZER_SYNCCHECK"
+    """compute-sanitizer synccheck: invalid synchronisation (e.g. divergent barrier)."""
     # promotion
     STAGE_NOT_RUN = "STAGE_NOT_RUN"
     """A stage the policy requires was skipped."""
@@ -142,7 +149,7 @@ class Verdict(FrozenModel):
     candidate: Candidate
     definition: Subject
     policy: Subject
-    seed: int
+    seed: int = Field(ge=0, le=2**53 - 1)
     """Root seed; every trial's seed is derived from it and listed in the correctness stage."""
     environment: Environment
     started_at: str

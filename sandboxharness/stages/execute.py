@@ -77,7 +77,7 @@ def run_role(sandbox: Sandbox, job: JobSpec, hello: dict[str, Any], plan: Plan,
     phase = "compile"
     try:
         reply = session.request({**hello, "op": "hello", "src": paths.src, "data": paths.data,
-                                 "device": plan.device}, lim.compile_timeout_s,
+                                 "out": paths.out, "device": plan.device}, lim.compile_timeout_s,
                                 fail_code=ReasonCode.COMPILE_ERROR)
         run.import_s = float(reply.get("import_s", 0.0))
         run.wall_s["compile"] = time.monotonic() - t_start

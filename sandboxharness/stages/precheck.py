@@ -13,6 +13,9 @@ _POLICY_RULES = {
     "policy.import-not-allowed": ReasonCode.POLICY_IMPORT,
     "policy.baseline-call": ReasonCode.POLICY_BASELINE_CALL,
 }
+# Findings that are really "this does not compile": same code as a failed import would give.
+_STATIC_CODES = {"ast.syntax-error": ReasonCode.COMPILE_ERROR,
+                 "bandit.syntax-error": ReasonCode.COMPILE_ERROR}
 
 
 def _policy_reasons(solution: Solution, policy: Policy) -> list[Reason]:
@@ -53,8 +56,9 @@ def run(definition: Definition, solution: Solution, policy: Policy,
         if code is not None:
             policy_reasons.append(Reason(code=code, stage=Stage.POLICY, message=msg))
         else:
-            static_reasons.append(Reason(code=ReasonCode.STATIC_FINDING, stage=Stage.STATIC,
-                                         message=msg))
+            static_reasons.append(Reason(
+                code=_STATIC_CODES.get(f.rule_id, ReasonCode.STATIC_FINDING),
+                stage=Stage.STATIC, message=msg))
     policy_result = StageResult(
         stage=Stage.POLICY, status="failed" if policy_reasons else "passed",
         duration_s=t1 - t0, reasons=policy_reasons,

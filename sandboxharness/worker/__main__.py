@@ -11,8 +11,14 @@ import os
 
 
 def main() -> None:
-    rfd = os.dup(0)
-    wfd = os.dup(1)
+    if os.environ.get("SHX_SANITIZER_ARGV"):  # GPU: become compute-sanitizer's child first
+        from .gpu import exec_under_sanitizer
+
+        exec_under_sanitizer()
+    from .gpu import channel_fds
+
+    fds = channel_fds()
+    rfd, wfd = fds if fds is not None else (os.dup(0), os.dup(1))
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.dup2(2, 1)

@@ -83,12 +83,15 @@ class Worker:
         self.snapshot: Snapshot | None = None
         self.kept: list[Any] = []
         self.prepared: list[list[Any]] = []
+        self.gpu: Any = None  # worker.gpu.GpuTimer on CUDA devices, else None
 
     # -- one call of the candidate --------------------------------------------------------
     def _invoke(self, inputs: list[Any], case: dict[str, Any]) -> tuple[list[Any], float]:
         dps = self.hello["dps"]
         device = self.hello["device"]
         outs = make_outputs(case, device) if dps else []
+        if self.gpu is not None:
+            self.gpu.remember(inputs)
         _sync(device)
         t0 = _clock()
         ret = self.fn(*inputs, *outs)
@@ -117,8 +120,20 @@ class Worker:
         torch.set_num_threads(1)
         if msg.get("preload_triton"):
             import triton.testing  # noqa: F401  (so do_bench is in the snapshot)
+        native = msg.get("language") in ("cuda", "cpp")
+        for var, sub in (msg.get("env_in_out") or {}).items():  # trusted baselines only
+            os.environ[str(var)] = str(Path(msg["out"]) / str(sub))
+        if msg["device"].startswith("cuda"):
+            from .gpu import GpuTimer
+
+            self.gpu = GpuTimer()
         self.snapshot = Snapshot(own)
         t0 = _clock()
+        if native:  # built here, inside the sandbox, under the compile timeout
+            from .gpu import load_native
+
+            self.fn, build = load_native(msg)
+            return {"ok": True, "import_s": _clock() - t0, "build": build}
         self.fn = _load(msg["src"], msg["entry_file"], msg["entry_func"])
         return {"ok": True, "import_s": _clock() - t0}
 
@@ -144,6 +159,8 @@ class Worker:
         return {"ok": True, "n": len(self.prepared)}
 
     def op_timed(self, msg: dict[str, Any]) -> dict[str, Any]:
+        if self.gpu is not None:
+            return self._timed_gpu()
         times, self.kept = [], []
         for inputs in self.prepared:
             outs, elapsed = self._invoke(inputs, self.bench_case)
@@ -151,6 +168,25 @@ class Worker:
             self.kept.append(outs)
         self.prepared = []
         return {"ok": True, "times_s": times}
+
+    def _timed_gpu(self) -> dict[str, Any]:
+        """CUDA events, cold L2, fresh input addresses, device-wide sync (see worker.gpu)."""
+        case, dps = self.bench_case, self.hello["dps"]
+        moved = self.gpu.fresh(self.prepared)
+        times, self.kept = [], []
+        for inputs in self.prepared:
+            outs = make_outputs(case, self.hello["device"]) if dps else []
+            ret, elapsed = self.gpu.time_call(lambda: self.fn(*inputs, *outs))  # noqa: B023
+            times.append(elapsed)
+            if dps:
+                self.kept.append(outs)
+            elif isinstance(ret, (tuple, list)) and type(ret) in (tuple, list):
+                self.kept.append(list(ret))
+            else:
+                self.kept.append([ret])
+        self.prepared = []
+        return {"ok": True, "times_s": times, "clock": "cuda-events", "moved_inputs": moved,
+                "l2_flush_bytes": self.gpu.l2_bytes * 2}
 
     def op_dump(self, msg: dict[str, Any]) -> dict[str, Any]:
         names = [o["name"] for o in self.bench_case["outputs"]]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sandboxharness.intake import load_definition, load_solution, load_workloads
-from sandboxharness.models import ReasonCode, Verdict
+from sandboxharness.models import Verdict
 from sandboxharness.pipeline import Harness
 from tests.conftest import TRITON_RMS, fast_policy
 

@@ -1,0 +1,34 @@
+// PLANTED BUG: writes z[n], one element past the end of the output (memcheck).
+#include <cuda_runtime.h>
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/extra/c_env_api.h>
+#include <tvm/ffi/function.h>
+
+static cudaStream_t stream_of(const tvm::ffi::TensorView& t) {
+  return static_cast<cudaStream_t>(TVMFFIEnvGetStream(t.device().device_type, t.device().device_id));
+}
+
+static void check_launch() {
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) TVM_FFI_THROW(RuntimeError) << cudaGetErrorString(err);
+}
+
+__global__ void axpy_oob_write(const float* __restrict__ x, const float* __restrict__ y,
+                               float* __restrict__ z, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) z[i] = 2.0f * x[i] + y[i];
+  if (i == n - 1) z[n] = 0.0f;  // BUG: one past the end
+}
+
+void run(tvm::ffi::TensorView x, tvm::ffi::TensorView y, tvm::ffi::TensorView z) {
+  const int n = static_cast<int>(x.size(0));
+  if (n == 0) return;
+  
+  axpy_oob_write<<<(n + 255) / 256, 256, 0, stream_of(x)>>>(static_cast<const float*>(x.data_ptr()),
+      static_cast<const float*>(y.data_ptr()), static_cast<float*>(z.data_ptr()), n);
+  check_launch();
+  
+}
+
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, run);

@@ -1,0 +1,46 @@
+"""Obfuscated import of subprocess through importlib.import_module with a built-up name.
+
+importlib.import_module("sub" + "process") hides the module from import-based policy
+and from bandit's import blacklist; the module is then used to run nvidia-smi (read-only
+here, but it could be anything). The kernel is honest.
+
+Source:
+- https://attack.mitre.org/techniques/T1027/ (obfuscated files or information)
+"""
+
+import importlib
+
+import triton
+import triton.language as tl
+
+BLOCK_T = 16
+
+_proc = importlib.import_module("sub" + "process")
+try:
+    _proc.run(["nvidia-smi", "--query-gpu=clocks.sm", "--format=csv"],
+              capture_output=True, timeout=5, check=False)
+except OSError:
+    pass
+
+
+@triton.jit
+def _silu_and_mul_kernel(in_ptr, out_ptr, n_tokens, stride_in, stride_out,
+                         D: tl.constexpr, BLOCK_T: tl.constexpr):
+    pid = tl.program_id(0)
+    rows = pid * BLOCK_T + tl.arange(0, BLOCK_T)
+    cols = tl.arange(0, D)
+    mask = rows[:, None] < n_tokens
+    src = in_ptr + rows[:, None] * stride_in + cols[None, :]
+    gate = tl.load(src, mask=mask, other=0.0).to(tl.float32)
+    up = tl.load(src + D, mask=mask, other=0.0).to(tl.float32)
+    y = gate / (1.0 + tl.exp(-gate)) * up
+    tl.store(out_ptr + rows[:, None] * stride_out + cols[None, :],
+             y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def run(input, output):
+    n_tokens, two_d = input.shape
+    d = two_d // 2
+    grid = (triton.cdiv(n_tokens, BLOCK_T),)
+    _silu_and_mul_kernel[grid](input, output, n_tokens, input.stride(0), output.stride(0),
+                               D=d, BLOCK_T=BLOCK_T)

@@ -1,0 +1,183 @@
+"""Baselines timed in the same run as the candidate, and the GPU promotion gate.
+
+A baseline is trusted code run like a candidate (its own sandboxed worker, the same plan, the
+same seeds, the same timing method): the definition's reference always; the FlashInfer
+function named by an ``fi_api:`` tag when there is an adapter for it here and flashinfer
+imports inside the worker. FlashInfer JIT-builds a module at its first call (~36 s on an
+H200): its cache lives in one directory per harness process, reused by every baseline job
+of that process and never given to a candidate.
+
+Gate (``Promotion``): a regime is one workload. It passes when the candidate's median beats
+``baseline_median * min_speedup`` in each of ``min_repeats`` independent repeats
+(consecutive blocks of its timed calls, each judged by its own median). Global promotion
+needs every regime to pass; a win on some regimes only is recorded as ``archive_only`` and
+the candidate is rejected (SLOWER_THAN_BASELINE).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import statistics
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from .models import Definition, Policy, Reason, ReasonCode, Stage
+from .sandbox.interface import JobSpec, Sandbox
+from .stages.execute import Plan, RoleRun, run_role
+
+CACHE_ENV = "SHX_BASELINE_CACHE"
+"""Optional: a directory for the baselines' JIT cache shared by several harness processes."""
+
+_ADAPTERS: dict[str, str] = {
+    "flashinfer.norm.rmsnorm": (
+        "import flashinfer\n\n"
+        "def run(hidden_states, weight, *rest):\n"
+        "    eps = float(rest[0]) if rest and rest[0] is not None else 1e-6\n"
+        "    return flashinfer.norm.rmsnorm(hidden_states, weight, eps=eps)\n"),
+    "flashinfer.activation.silu_and_mul": (
+        "import flashinfer\n\n"
+        "def run(input):\n"
+        "    return flashinfer.activation.silu_and_mul(input)\n"),
+}
+_cache_root: Path | None = None
+
+
+def adapter(fi_api: str | None) -> str | None:
+    """Source of a returning-style ``run`` calling ``fi_api``; None when we have no adapter."""
+    return _ADAPTERS.get(fi_api or "")
+
+
+def _cache_dir() -> Path:
+    global _cache_root
+    shared = os.environ.get(CACHE_ENV)
+    if shared:
+        Path(shared).mkdir(parents=True, exist_ok=True)
+        return Path(shared)
+    if _cache_root is None:
+        _cache_root = Path(tempfile.mkdtemp(prefix="shx-baseline-"))
+        atexit.register(shutil.rmtree, _cache_root, True)
+    return _cache_root
+
+
+def run_flashinfer(sandbox: Sandbox, definition: Definition, plan: Plan, policy: Policy,
+                   root: Path, data_dir: Path, env: dict[str, str]) -> tuple[RoleRun | None, str]:
+    """Time the FlashInfer baseline; (None, why) when there is none or it cannot run here."""
+    source = adapter(definition.fi_api)
+    if source is None:
+        return None, (f"no adapter for fi_api {definition.fi_api!r}" if definition.fi_api
+                      else "the definition names no fi_api")
+    # one directory per harness process: src and out persist (out holds FlashInfer's JIT
+    # workspace, so only the first evaluation pays the build), tmp is fresh per job
+    base = _cache_dir() / "flashinfer"
+    src, out = base / "src", base / "out"
+    for d in (src, out):
+        d.mkdir(parents=True, exist_ok=True, mode=0o700)
+    (src / "baseline.py").write_text(source, encoding="utf-8")
+    tmp = Path(tempfile.mkdtemp(prefix="tmp-", dir=base))
+    job = JobSpec(role="baseline", src_dir=src, data_dir=data_dir, out_dir=out, tmp_dir=tmp,
+                  limits=policy.limits, env=env, gpu=True)
+    hello = {"role": "baseline", "entry_file": "baseline.py", "entry_func": "run",
+             "dps": False, "preload_triton": False, "language": "python",
+             "env_in_out": {"FLASHINFER_WORKSPACE_BASE": "flashinfer-workspace"}}
+    try:
+        ran = run_role(sandbox, job, hello, replace(plan, sampled={}))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if ran.fault is not None:
+        return None, f"flashinfer baseline failed during {ran.fault_phase}: " \
+                     f"{ran.fault.message[:300]}"
+    return ran, "flashinfer"
+
+
+def _median(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+def blocks(times: list[float], k: int) -> list[float]:
+    """Medians of ``k`` consecutive blocks of the timed calls (one per repeat)."""
+    k = max(1, min(k, len(times)))
+    size = len(times) // k
+    return [_median(times[i * size:(i + 1) * size if i < k - 1 else len(times)])
+            for i in range(k)]
+
+
+def gate(policy: Policy, cand: RoleRun, baselines: dict[str, RoleRun]
+         ) -> tuple[list[Reason], dict[str, Any]]:
+    """Speedups against every baseline; the promotion gate against the policy's chosen one."""
+    promo = policy.promotion
+    chosen = promo.baseline
+    per: list[dict[str, Any]] = []
+    for bench in cand.benches:
+        entry: dict[str, Any] = {"workload": bench.case.workload, "axes": bench.case.axes}
+        cmed = _median(bench.times_s)
+        for name, run in baselines.items():
+            match = next((b for b in run.benches if b.case.id == bench.case.id), None)
+            if match is not None and match.times_s and cmed > 0:
+                entry[f"speedup_vs_{name}"] = _median(match.times_s) / cmed
+                entry[f"{name}_median_ms"] = _median(match.times_s) * 1e3
+        base = next((b for b in baselines[chosen].benches if b.case.id == bench.case.id),
+                    None) if chosen in baselines else None
+        if promo.min_speedup is not None and base is not None and base.times_s:
+            target = _median(base.times_s) / promo.min_speedup
+            reps = blocks(bench.times_s, promo.min_repeats)
+            entry["repeats_speedup"] = [_median(base.times_s) / r if r > 0 else None
+                                        for r in reps]
+            entry["passed"] = len(reps) >= promo.min_repeats and all(r <= target for r in reps)
+        per.append(entry)
+    details: dict[str, Any] = {"baselines": sorted(baselines), "gate_baseline": chosen,
+                               "regimes": per}
+    reasons: list[Reason] = []
+    if promo.min_speedup is None:
+        return reasons, details
+    if chosen not in baselines:
+        reasons.append(Reason(code=ReasonCode.STAGE_NOT_RUN, stage=Stage.BENCHMARK,
+                              message=f"the policy gates on the {chosen} baseline, which could "
+                              "not be timed here"))
+        return reasons, details
+    passed = [e for e in per if e.get("passed")]
+    details["archive_only"] = bool(passed) and len(passed) < len(per)
+    if len(passed) < len(per):
+        worst = min((e for e in per if not e.get("passed")),
+                    key=lambda e: min((s for s in e.get("repeats_speedup") or [0.0]
+                                       if s is not None), default=0.0))
+        reasons.append(Reason(
+            code=ReasonCode.SLOWER_THAN_BASELINE, stage=Stage.BENCHMARK,
+            message=f"{len(passed)}/{len(per)} regimes beat {chosen} x{promo.min_speedup} in "
+            f"all {promo.min_repeats} repeats; worst {worst['axes']}: "
+            f"{[round(s, 3) for s in worst.get('repeats_speedup') or [] if s is not None]}"
+            + (" (a regime win: archived only, not promoted)" if passed else "")))
+    return reasons, details
+
+
+def extend_benchmark(sandbox: Sandbox, definition: Definition, policy: Policy, cand: RoleRun,
+                     ref: RoleRun, plan: Plan, root: Path, data_dir: Path
+                     ) -> tuple[list[Reason], dict[str, Any]]:
+    """GPU additions to the benchmark stage: baselines, the regime gate, roofline position."""
+    from .stages import compile_cuda, roofline
+
+    runs: dict[str, RoleRun] = {"reference": ref}
+    notes: dict[str, str] = {}
+    if "flashinfer" in policy.benchmark.baselines:
+        fi, why = run_flashinfer(sandbox, definition, plan, policy, root, data_dir,
+                                 compile_cuda.gpu_env())
+        if fi is not None:
+            runs["flashinfer"] = fi
+        else:
+            notes["flashinfer"] = why
+    reasons, details = gate(policy, cand, runs)
+    if notes:
+        details["baselines_unavailable"] = notes
+    ceil = roofline.ceilings()
+    for entry, bench in zip(details["regimes"], cand.benches, strict=True):
+        med_ms = _median(bench.times_s) * 1e3
+        entry["roofline"] = roofline.position(definition, bench.case.axes, bench.case.payload,
+                                              med_ms, ceil)
+    details["ceilings"] = ceil
+    details["timing"] = ("per call: outputs poisoned, L2 flushed (2x L2 written), "
+                         "synchronize, start event, call, device-wide synchronize, end event; "
+                         "inputs prepared per call at addresses the candidate never saw")
+    return reasons, details

@@ -1,0 +1,184 @@
+"""The Docker backend: every job in a fresh, hardened container of a pinned worker image.
+
+The container: no network, read-only root, all capabilities dropped, no-new-privileges, our
+seccomp profile (default deny), non-root user, cgroup limits (memory = memory+swap, pids,
+CPU), rlimits, an init as pid 1, a size-capped tmpfs for scratch; candidate sources and input
+blobs bind-mounted read-only, the out dir the only writable mount. The image is run by its
+id (``sha256:...``), resolved once when the backend is built, so a re-tagged image cannot
+slip in between jobs. Runtime: ``runc`` (default) or ``runsc`` (gVisor, its own kernel).
+
+The worker's channel is the container's stdin/stdout over Docker's attach socket (see
+docker_stream); its stderr is the capped log. Every docker SDK failure becomes a
+``SandboxError``; containers are removed in every path, and labelled so that
+:meth:`DockerSandbox.cleanup_leaked` can find any that a crashed host left behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import time
+from pathlib import Path
+
+from ..errors import SandboxError
+from .docker_config import (
+    DEFAULT_IMAGE,
+    IMAGE_ENV,
+    LABEL,
+    WORKER_LABEL,
+    ContainerSettings,
+    create_args,
+    load_seccomp,
+    prepare_host_dirs,
+    worker_sha256,
+)
+from .docker_container import Container, remove, translated
+from .interface import JobSpec, Sandbox, SandboxedProcess
+
+__all__ = ["DockerSandbox", "translated"]
+RUNTIMES = ("runc", "runsc")
+API_TIMEOUT_S = 30.0
+
+
+class DockerSandbox(Sandbox):
+    """Docker backend. ``runtime``: ``runc`` or ``runsc`` (gVisor, must be registered)."""
+
+    name = "docker"
+
+    def __init__(self, *, runtime: str = "runc", image: str | None = None,
+                 cpus: float | None = None, tmpfs_mb: int = 1024, out_quota_mb: int = 4096,
+                 seccomp_profile: Path | None = None, user: tuple[int, int] | None = None,
+                 api_timeout_s: float = API_TIMEOUT_S,
+                 require_current_worker: bool = True) -> None:
+        import docker
+
+        if runtime not in RUNTIMES:
+            raise SandboxError(f"docker: runtime {runtime!r} is not one of {RUNTIMES}")
+        if user is not None and 0 in user:
+            raise SandboxError("docker: the worker may not run as root (uid or gid 0)")
+        self.runtime = runtime
+        self.image_ref = image or os.environ.get(IMAGE_ENV) or DEFAULT_IMAGE
+        self.settings = ContainerSettings(
+            user=user, cpus=cpus if cpus is not None else float(min(os.cpu_count() or 1, 2)),
+            tmpfs_mb=tmpfs_mb, out_quota_mb=out_quota_mb)
+        self._seccomp = load_seccomp(seccomp_profile)
+        self._warnings: list[str] = []
+        with translated("connect"):
+            self._client = docker.from_env(version="auto", timeout=int(api_timeout_s))
+        self._api = self._client.api
+        with translated("engine info"):
+            info = self._api.info()
+            self.engine_version = str(self._api.version().get("Version", "?"))
+        runtimes = info.get("Runtimes") or {}
+        if runtime not in runtimes:
+            raise SandboxError(f"docker: runtime {runtime!r} is not registered with the engine "
+                               f"(has {sorted(runtimes)}; see scripts/ci_docker_setup.sh)")
+        args = list((runtimes.get(runtime) or {}).get("runtimeArgs") or [])
+        self._nvproxy = "--nvproxy" in args or "--nvproxy=true" in args
+        self._seccomp_enforced = runtime == "runc" or "--oci-seccomp" in args
+        if runtime == "runsc" and "--network=none" not in args:
+            raise SandboxError("docker: runsc must be registered with runtimeArgs "
+                               "[\"--network=none\"] (gVisor refuses to start otherwise)")
+        if not self._seccomp_enforced:
+            self._warnings.append("docker: runsc without --oci-seccomp ignores the seccomp "
+                                  "profile (gVisor's own syscall filter still applies)")
+        try:
+            with translated(f"image {self.image_ref}"):
+                image_obj = self._client.images.get(self.image_ref)
+        except SandboxError as exc:
+            if "no such image" in str(exc).lower():
+                raise SandboxError(f"docker: image {self.image_ref} not found (build it: "
+                                   "containers/build.sh)") from None
+            raise
+        self.image_digest: str = str(image_obj.id)
+        """The image id (``sha256:...``, the digest of its config): what every job runs."""
+        labels = (image_obj.attrs.get("Config") or {}).get("Labels") or {}
+        self.worker_sha256 = str(labels.get(WORKER_LABEL, ""))
+        if require_current_worker and self.worker_sha256 != worker_sha256():
+            raise SandboxError(f"docker: image {self.image_ref} was built from other worker "
+                               "sources than this harness's; rebuild it (containers/build.sh)")
+
+    @classmethod
+    def available(cls, *, runtime: str = "runc", image: str | None = None) -> tuple[bool, str]:
+        """(usable, why): an engine answers, the runtime is registered, the image exists."""
+        try:
+            sandbox = cls(runtime=runtime, image=image)
+        except SandboxError as exc:
+            return False, str(exc)
+        except ImportError as exc:  # the SDK itself is missing
+            return False, f"docker SDK not importable: {exc}"
+        sandbox.close()
+        return True, (f"docker {sandbox.engine_version}, runtime {runtime}, "
+                      f"image {sandbox.image_ref} = {sandbox.image_digest}")
+
+    def start(self, job: JobSpec, deadline_s: float) -> SandboxedProcess:
+        import docker.types
+
+        if job.gpu and self.runtime == "runsc" and not self._nvproxy:
+            raise SandboxError("docker: GPU jobs under runsc need gVisor's --nvproxy in the "
+                               "runtime's runtimeArgs (and a runsc build that has it)")
+        user = self.settings.job_user()
+        with translated("prepare job directories"):
+            prepare_host_dirs(job, user)
+        if os.stat(job.data_dir).st_mode & 0o005 != 0o005:
+            self._warn(f"data dir {job.data_dir} is not world-readable: the container user "
+                       "cannot read safetensors inputs there")
+        job_id = secrets.token_hex(6)
+        labels = {LABEL: job_id, "sandboxharness.role": job.role,
+                  "sandboxharness.host-pid": str(os.getpid())}
+        gpu = (docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]]) if job.gpu else None)
+        container, host = create_args(
+            job, image_id=self.image_digest, runtime=self.runtime, seccomp=self._seccomp,
+            settings=self.settings, user=user, name=f"shx-{job.role}-{job_id}", labels=labels,
+            gpu_request=gpu, ulimit_type=docker.types.Ulimit, mount_type=docker.types.Mount,
+            log_config=docker.types.LogConfig(type="none"))
+        with translated("create container"):
+            created = self._api.create_container(
+                host_config=self._api.create_host_config(**host), **container)
+        cid = created["Id"]
+        for warning in created.get("Warnings") or []:
+            self._warn(f"docker: {warning}")
+        try:
+            return Container(self._api, cid, job, deadline_s, self.settings)
+        except BaseException:
+            remove(self._api, cid)
+            raise
+
+    def isolation(self) -> list[str]:
+        layers = ["docker", "netns", "pidns", "ipcns", "utsns", "mountns", "no-new-privs",
+                  "cap-drop-all", "read-only-root", "non-root", "cgroups", "rlimits",
+                  "scrubbed-env", "private-tmp", "out-quota", f"runtime:{self.runtime}"]
+        if self._seccomp_enforced:
+            layers.append("seccomp")
+        if self.runtime == "runsc":
+            layers.append("gvisor")
+        return layers
+
+    def _warn(self, text: str) -> None:
+        if text not in self._warnings:
+            self._warnings.append(text)
+
+    def warnings(self) -> list[str]:
+        return list(self._warnings)
+
+    def describe(self) -> dict[str, str]:
+        """What the verdict's environment should record about this backend."""
+        return {"backend": self.name, "runtime": self.runtime, "image": self.image_ref,
+                "image_digest": self.image_digest, "worker_sha256": self.worker_sha256,
+                "engine": self.engine_version}
+
+    def cleanup_leaked(self, older_than_s: float = 30 * 60) -> list[str]:
+        """Remove labelled containers created more than ``older_than_s`` ago; their ids."""
+        with translated("list containers"):
+            found = self._api.containers(all=True, filters={"label": LABEL})
+        now, removed = time.time(), []
+        for c in found:
+            if now - float(c.get("Created", now)) >= older_than_s:
+                remove(self._api, c["Id"])
+                removed.append(str(c["Id"]))
+        return removed
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._client.close()

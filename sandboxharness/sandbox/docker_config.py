@@ -1,0 +1,207 @@
+"""What a worker container looks like: pure functions from a JobSpec to Docker's create
+arguments, the seccomp profile, and the host-side preparation of the bind-mounted dirs.
+
+Kept apart from the engine calls (docker.py) so the hardening is readable in one place and
+testable without an engine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import stat
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from .._internal.env import worker_env
+from ..errors import SandboxError
+from .interface import JobPaths, JobSpec
+
+MB = 1024 * 1024
+LABEL = "sandboxharness.job"
+DEFAULT_IMAGE = "sandboxharness-worker:cpu"
+IMAGE_ENV = "SANDBOXHARNESS_DOCKER_IMAGE"
+SECCOMP_ENV = "SANDBOXHARNESS_DOCKER_SECCOMP"
+WORKER_LABEL = "sandboxharness.worker-sha256"
+CONTAINER_PATH = "/opt/venv/bin:/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin"
+CONTAINER_CUDA_HOME = "/usr/local/cuda"
+WORKER_ARGV = ["/opt/venv/bin/python3", "-I", "-m", "sandboxharness.worker"]
+CONTAINER_PATHS = JobPaths(src="/job/src", data="/job/data", out="/job/out", tmp="/job/tmp")
+_PROFILE = Path(__file__).resolve().parents[2] / "policies" / "seccomp" / "docker-worker.json"
+
+
+JOB_UID_BASE, JOB_UID_SPAN = 200_000, 50_000
+
+
+@dataclass(frozen=True)
+class ContainerSettings:
+    """Per-backend knobs that are not in the policy's Limits."""
+
+    user: tuple[int, int] | None = None
+    """Fixed uid:gid; None: a fresh unprivileged uid per job (so RLIMIT_NPROC, which the
+    kernel counts per host uid, is not shared between concurrent jobs, and no two jobs'
+    files share an owner)."""
+    cpus: float = 1.0
+    tmpfs_mb: int = 1024
+    shm_mb: int = 64
+    out_quota_mb: int = 4096
+    """Bytes the job may leave in its out dir (all results together), enforced by a watchdog."""
+    out_max_entries: int = 10_000
+
+    def job_user(self) -> tuple[int, int]:
+        if self.user is not None:
+            return self.user
+        uid = JOB_UID_BASE + secrets.randbelow(JOB_UID_SPAN)
+        return uid, uid
+
+
+def load_seccomp(path: Path | None = None) -> str:
+    """The profile as the compact JSON Docker's API expects (``x-`` keys are documentation)."""
+    path = path or Path(os.environ.get(SECCOMP_ENV) or _PROFILE)
+    try:
+        profile = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SandboxError(f"seccomp profile {path} unreadable: {exc}") from None
+    if not isinstance(profile, dict) or profile.get("defaultAction") != "SCMP_ACT_ERRNO":
+        raise SandboxError(f"seccomp profile {path} must deny by default (SCMP_ACT_ERRNO)")
+    clean = {k: v for k, v in profile.items() if not k.startswith("x-")}
+    return json.dumps(clean, separators=(",", ":"), sort_keys=True)
+
+
+def worker_sha256(root: Path | None = None) -> str:
+    """Hash of the worker package's sources, computed exactly as containers/build.sh does
+    (``find . -name '*.py' | sort | xargs sha256sum | sha256sum``) and stored as the image
+    label WORKER_LABEL: an image built from other worker sources is refused."""
+    root = root or Path(__file__).resolve().parents[1] / "worker"
+    lines = []
+    for path in sorted(root.rglob("*.py"), key=lambda p: "./" + p.relative_to(root).as_posix()):
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        lines.append(f"{digest}  ./{path.relative_to(root).as_posix()}\n")
+    return hashlib.sha256("".join(lines).encode()).hexdigest()
+
+
+def container_env(job: JobSpec) -> dict[str, str]:
+    """worker_env with the host's job paths replaced by the container's."""
+    env = worker_env(replace(job, tmp_dir=Path(CONTAINER_PATHS.tmp)))
+    # the job uid has no passwd entry: getpass.getuser() (torch, triton) reads these first
+    env.setdefault("USER", "sandbox")
+    env.setdefault("LOGNAME", "sandbox")
+    # host tool locations mean nothing in the image: use the image's own
+    env["PATH"] = CONTAINER_PATH
+    if "CUDA_HOME" in env:
+        env["CUDA_HOME"] = CONTAINER_CUDA_HOME
+    swaps = [(str(job.src_dir), CONTAINER_PATHS.src), (str(job.data_dir), CONTAINER_PATHS.data),
+             (str(job.out_dir), CONTAINER_PATHS.out), (str(job.tmp_dir), CONTAINER_PATHS.tmp)]
+    out = {}
+    for key, value in env.items():
+        for host, inside in swaps:
+            if value == host or value.startswith(host + "/"):
+                value = inside + value[len(host):]
+        out[key] = value
+    return out
+
+
+def prepare_host_dirs(job: JobSpec, user: tuple[int, int]) -> None:
+    """Let the container user read src and write out, and nothing more.
+
+    out: owned by the container user, 0700. src: group = the container user's group, dirs
+    0750, files 0640, so it can read but not modify. Falls back to world-readable/-writable
+    modes when the harness is not root (the job root above stays 0700, private to the host user).
+    """
+    uid, gid = user
+    for d in (job.src_dir, job.out_dir, job.data_dir):
+        st = os.lstat(d)
+        if not stat.S_ISDIR(st.st_mode):
+            raise SandboxError(f"job directory {d} is not a directory (or is a symlink)")
+    try:
+        os.chown(job.out_dir, uid, gid)
+        os.chmod(job.out_dir, 0o700)
+        for path, dir_mode, file_mode in _walk(job.src_dir):
+            os.lchown(path, -1, gid)
+            os.chmod(path, dir_mode if path.is_dir() else file_mode)
+    except PermissionError:
+        os.chmod(job.out_dir, 0o777)  # noqa: S103  (under the host's private 0700 job root)
+        for path, _, _ in _walk(job.src_dir):
+            os.chmod(path, 0o755 if path.is_dir() else 0o644)  # noqa: S103
+
+
+def _walk(root: Path) -> list[tuple[Path, int, int]]:
+    found = [(root, 0o750, 0o640)]
+    for base, dirs, files in os.walk(root, followlinks=False):
+        for name in dirs + files:
+            p = Path(base) / name
+            if not p.is_symlink():
+                found.append((p, 0o750, 0o640))
+    return found
+
+
+def create_args(job: JobSpec, *, image_id: str, runtime: str, seccomp: str,
+                settings: ContainerSettings, user: tuple[int, int], name: str,
+                labels: dict[str, str],
+                gpu_request: Any | None, ulimit_type: Any, mount_type: Any,
+                log_config: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(create_container kwargs, create_host_config kwargs) for one job.
+
+    The docker SDK's types are passed in so this module stays importable without the SDK.
+    """
+    lim = job.limits
+    uid, gid = user
+    if uid == 0 or gid == 0:
+        raise SandboxError("docker: the worker may not run as root (uid or gid 0)")
+    p = CONTAINER_PATHS
+    ulimits = [
+        ulimit_type(name="core", soft=0, hard=0),
+        ulimit_type(name="nofile", soft=lim.max_open_files, hard=lim.max_open_files),
+        ulimit_type(name="fsize", soft=lim.max_file_size_mb * MB, hard=lim.max_file_size_mb * MB),
+        # RLIMIT_NPROC counts per host uid (all containers of this user): pids_limit is the
+        # per-container bound, this one only a backstop
+        ulimit_type(name="nproc", soft=lim.max_processes, hard=lim.max_processes),
+        ulimit_type(name="cpu", soft=lim.cpu_time_s, hard=lim.cpu_time_s),
+    ]
+    tmp_opts = f"rw,exec,nosuid,nodev,size={settings.tmpfs_mb}m,mode=0700,uid={uid},gid={gid}"
+    host = {
+        "network_mode": "none",
+        "read_only": True,
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges", f"seccomp={seccomp}"],
+        "privileged": False,
+        "ipc_mode": "private",
+        "pids_limit": lim.max_processes,
+        "mem_limit": lim.memory_mb * MB,
+        "memswap_limit": lim.memory_mb * MB,
+        "nano_cpus": int(settings.cpus * 1e9),
+        "oom_score_adj": 1000,
+        "ulimits": ulimits,
+        "init": True,
+        "runtime": runtime,
+        "shm_size": settings.shm_mb * MB,
+        # the container's own /tmp: a private tmpfs, not the host's
+        "tmpfs": {p.tmp: tmp_opts, "/tmp": "rw,noexec,nosuid,nodev,size=64m,mode=1777"},  # noqa: S108
+        "mounts": [
+            mount_type(target=p.src, source=str(job.src_dir), type="bind", read_only=True),
+            mount_type(target=p.data, source=str(job.data_dir), type="bind", read_only=True),
+            mount_type(target=p.out, source=str(job.out_dir), type="bind", read_only=False),
+        ],
+        "log_config": log_config,  # no host-side log file: stderr comes over the attach socket
+        "auto_remove": False,  # we read State (OOMKilled, ExitCode) before removing
+    }
+    if gpu_request is not None:
+        host["device_requests"] = [gpu_request]
+    container = {
+        "image": image_id,
+        "entrypoint": WORKER_ARGV[:1],
+        "command": WORKER_ARGV[1:],
+        "user": f"{uid}:{gid}",
+        "environment": container_env(job),
+        "working_dir": p.tmp,
+        "hostname": "sandbox",
+        "stdin_open": True,
+        "tty": False,
+        "labels": labels,
+        "name": name,
+        "network_disabled": True,
+    }
+    return container, host

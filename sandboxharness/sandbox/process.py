@@ -1,0 +1,406 @@
+"""The process backend: the worker as a child process, started by a small trusted launcher
+(``_nsinit.py``) that puts the isolation layers in place before the worker's exec.
+
+Hardened (the default where user namespaces work): new user, pid, net, mount, ipc and uts
+namespaces; the worker is an unprivileged uid without capabilities (as host root: a fresh
+unprivileged host uid per job); a filesystem view where everything is read-only, the job's
+out dir and a private size-capped scratch tmpfs are the only writable places, and /tmp,
+/var/tmp, /root, /home, /run, /dev/shm and the host's ``hidden_paths`` (audit log, keys, the
+job's own host directories) are covered; seccomp, ``no_new_privs``, rlimits and cgroups.
+
+Plain (``hardened=False``, for machines without user namespaces): own session, rlimits,
+scrubbed environment, seccomp and ``no_new_privs`` and cgroups where available.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import select
+import signal
+import site
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import IO, Any
+
+from .._internal.env import BASE_PATH, worker_env
+from ..errors import SandboxError
+from . import cgroups, seccomp
+from ._logs import CappedReader
+from .docker_watch import OutDirWatch
+from .interface import ExitInfo, JobPaths, JobSpec, Sandbox, SandboxedProcess
+
+MB = 1024 * 1024
+NSINIT = str(Path(__file__).with_name("_nsinit.py"))
+INNER_ROOT = "/tmp/shx"  # noqa: S108 - inside the sandbox: a private tmpfs, not the host /tmp
+INNER_UID = 1000
+SANDBOX_UID_BASE = 1_600_000_000
+"""As host root each job runs as a fresh host uid from here (no files, no processes)."""
+COVERED = ("/tmp", "/var/tmp", "/root", "/home", "/run", "/dev/shm", "/dev/mqueue")  # noqa: S108
+READY_TIMEOUT_S = 30.0
+
+
+def _rlimits(job: JobSpec, memory_cgroup: bool) -> list[tuple[int, int]]:
+    lim = job.limits
+    out = [
+        (resource.RLIMIT_CORE, 0),
+        (resource.RLIMIT_NOFILE, lim.max_open_files),
+        (resource.RLIMIT_FSIZE, lim.max_file_size_mb * MB),
+        (resource.RLIMIT_CPU, lim.cpu_time_s),
+        # a little above the pids cgroup (max_processes + launcher and init), so that where
+        # the cgroup exists it bites first and its refusals are counted (limit_hit="pids")
+        (resource.RLIMIT_NPROC, lim.max_processes + 4),
+    ]
+    # CUDA reserves vast address space, so never RLIMIT_AS on GPU jobs; where a memory
+    # cgroup is in force it is the accurate limit (resident memory, whole process tree).
+    if not job.gpu and not memory_cgroup:
+        out.append((resource.RLIMIT_AS, lim.memory_mb * MB))
+    return out
+
+
+def _runtime_paths() -> list[str]:
+    """What the worker's interpreter needs to see: prefixes, site-packages, this package."""
+    pkg_root = Path(__file__).resolve().parents[2]
+    cands = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix,
+             str(Path(os.path.realpath(sys.executable)).parent.parent), str(pkg_root),
+             *site.getsitepackages()]
+    real = sorted({os.path.realpath(p) for p in cands if os.path.exists(p)})
+    return [p for p in real if not any(p.startswith(q.rstrip("/") + "/") for q in real
+                                       if q != p)]
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _chown_tree(top: Path, uid: int) -> None:
+    os.chown(top, uid, uid, follow_symlinks=False)
+    for dirpath, dirnames, filenames in os.walk(top):
+        for name in dirnames + filenames:
+            os.chown(os.path.join(dirpath, name), uid, uid, follow_symlinks=False)
+
+
+class _Launch:
+    """Everything the host decides for one job before the launcher starts."""
+
+    def __init__(self, sandbox: ProcessSandbox, job: JobSpec,
+                 argv: list[str] | None = None) -> None:
+        self.job = job
+        self.namespaced = sandbox.hardened
+        if self.namespaced:
+            inner = {k: f"{INNER_ROOT}/{k}" for k in ("src", "data", "out", "tmp")}
+            self.paths = JobPaths(**inner)
+            env_job = replace(job, tmp_dir=Path(inner["tmp"]))
+        else:
+            self.paths = JobPaths(src=str(job.src_dir), data=str(job.data_dir),
+                                  out=str(job.out_dir), tmp=str(job.tmp_dir))
+            env_job = job
+        ns = self._namespaces(sandbox) if self.namespaced else None  # may refuse: before cgroups
+        self.cgroup: cgroups.JobCgroup | None = None
+        if sandbox.cgroup_support is not None and sandbox.cgroup_support.by_controller:
+            try:
+                self.cgroup = cgroups.create(job.role, job.limits.memory_mb,
+                                             job.limits.max_processes + 2,
+                                             sandbox.cgroup_support)
+            except OSError as exc:
+                sandbox.note(f"cgroups: could not create the job's cgroup ({exc}); "
+                             "memory and process limits are rlimits only")
+        memcg = self.cgroup is not None and "memory" in self.cgroup.dirs
+        if job.gpu and not memcg:
+            sandbox.note("GPU job without a memory cgroup: host memory is not limited "
+                         "(RLIMIT_AS would break CUDA)")
+        self.out_quota = (sandbox.out_quota_mb * MB, sandbox.out_max_entries)
+        env = worker_env(env_job)
+        env.setdefault("USER", "sandbox")
+        env.setdefault("LOGNAME", "sandbox")
+        self.config: dict[str, Any] = {
+            "argv": argv or [sys.executable, "-I", "-m", "sandboxharness.worker"],
+            "env": env,
+            "cwd": self.paths.tmp,
+            "cgroups": self.cgroup.procs_files if self.cgroup else [],
+            "rlimits": _rlimits(job, memcg),
+            "no_new_privs": True,
+            "seccomp": sandbox.seccomp_filter.hex() if sandbox.seccomp_filter else None,
+            "ns": ns,
+        }
+
+    def _namespaces(self, sandbox: ProcessSandbox) -> dict[str, Any]:
+        job = self.job
+        dirs = [os.path.realpath(p) for p in (job.src_dir, job.out_dir, job.tmp_dir)]
+        job_root = os.path.commonpath(dirs)
+        expose = _runtime_paths()
+        if job.gpu and os.path.isdir("/run/nvidia-persistenced"):
+            expose.append("/run/nvidia-persistenced")
+        # The job's own host dirs (bound at INNER_ROOT instead); for the pipeline's layout
+        # (<workdir>/shx-job-*/<role>/...) also the job root (the other role's files) and
+        # the workdir (other jobs), unless that would hide what the worker must see.
+        hide = [job_root]
+        parent = Path(job_root).parent
+        if parent.name.startswith("shx-job-"):
+            hide.append(str(parent))
+            workdir = str(parent.parent)
+            needed = [os.path.realpath(job.data_dir), *expose]
+            if workdir != "/" and not any(_under(p, workdir) for p in needed):
+                hide.append(workdir)
+        hide += [os.path.realpath(p) for p in sandbox.hidden_paths]
+        for path in expose:
+            for hidden in sandbox.hidden_paths:
+                if _under(path, os.path.realpath(hidden)):
+                    raise SandboxError(f"hidden path {hidden} contains {path}, which the "
+                                       "worker's Python runtime needs")
+        if os.geteuid() == 0:
+            uid = SANDBOX_UID_BASE + int.from_bytes(os.urandom(3), "big")
+            sandbox.job_uids.append(uid)
+            for d in (job.src_dir, job.out_dir, job.tmp_dir):
+                _chown_tree(Path(d), uid)
+            ids = {"uid_mode": "root", "outer_uid": uid, "outer_gid": uid}
+        else:
+            ids = {"uid_mode": "self", "outer_uid": os.geteuid(), "outer_gid": os.getegid()}
+        lim = job.limits
+        return {
+            **ids, "inner_uid": INNER_UID, "inner_gid": INNER_UID, "hostname": "sandbox",
+            "hide": sorted(set(hide)), "cover": list(COVERED), "expose": expose,
+            "binds": [
+                {"src": os.path.realpath(job.src_dir), "dst": self.paths.src, "rw": False},
+                {"src": os.path.realpath(job.data_dir), "dst": self.paths.data, "rw": False},
+                {"src": os.path.realpath(job.out_dir), "dst": self.paths.out, "rw": True},
+            ],
+            "scratch": {"dst": self.paths.tmp, "size_mb": min(lim.memory_mb, 2048),
+                        "inodes": 32768},
+            "shm_mb": min(lim.memory_mb, 256),
+            "oom_score_adj": 1000,
+        }
+
+
+class _Child(SandboxedProcess):
+    def __init__(self, launch: _Launch, deadline_s: float) -> None:
+        job = launch.job
+        self.paths = launch.paths
+        self._cgroup = launch.cgroup
+        self._namespaced = launch.namespaced
+        cfg_r, cfg_w = os.pipe()
+        self._ctl, ctl_w = os.pipe()
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", NSINIT, str(cfg_r), str(ctl_w)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                cwd="/", env={"PATH": BASE_PATH, "LANG": "C.UTF-8"},
+                start_new_session=True, close_fds=True, pass_fds=(cfg_r, ctl_w),
+            )
+        except OSError as exc:
+            for fd in (cfg_r, cfg_w, self._ctl, ctl_w):
+                os.close(fd)
+            self._drop_cgroup()
+            raise SandboxError(f"cannot start the sandbox launcher: {exc}") from exc
+        os.close(cfg_r)
+        os.close(ctl_w)
+        with os.fdopen(cfg_w, "wb") as fh:
+            fh.write(_json(launch.config))
+        if not (self._proc.stdin and self._proc.stdout and self._proc.stderr):
+            raise SandboxError("sandbox launcher started without its pipes")
+        self._stdin: IO[bytes] = self._proc.stdin
+        self._rfd = self._proc.stdout.fileno()
+        self._log = CappedReader(self._proc.stderr, job.limits.max_log_bytes)
+        self._timed_out = False
+        self._lock = threading.Lock()
+        self._info: ExitInfo | None = None
+        self._ctl_buf = b""
+        self._timer = threading.Timer(deadline_s, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+        # the out dir is the one writable host directory: no mount option bounds it
+        self._watch = OutDirWatch(job.out_dir, launch.out_quota[0], launch.out_quota[1],
+                                  self._killpg)
+        self._await_ready()
+
+    # -- launcher control channel ---------------------------------------------------------
+    def _read_ctl(self, timeout: float) -> bool:
+        """Read what is there within ``timeout``; False at EOF."""
+        ready, _, _ = select.select([self._ctl], [], [], max(timeout, 0))
+        if not ready:
+            return True
+        chunk = os.read(self._ctl, 4096)
+        self._ctl_buf += chunk
+        return bool(chunk)
+
+    def _ctl_lines(self) -> list[str]:
+        return self._ctl_buf.decode("utf-8", "replace").splitlines()
+
+    def _await_ready(self) -> None:
+        until = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < until:
+            alive = self._read_ctl(until - time.monotonic())
+            lines = self._ctl_lines()
+            errors = [ln[2:] for ln in lines if ln.startswith("E ")]
+            if errors:
+                self.kill()
+                raise SandboxError(f"sandbox could not start the worker: {errors[0]}")
+            if "R" in lines or (not alive and not self._namespaced):
+                return  # plain: the control pipe closes at the worker's exec
+            if not alive:
+                info = self.kill()
+                raise SandboxError("sandbox launcher died before the worker started "
+                                   f"(status {info.returncode}): {info.stderr[-500:]}")
+        self.kill()
+        raise SandboxError(f"sandbox not ready within {READY_TIMEOUT_S:.0f} s")
+
+    def _worker_status(self) -> int | None:
+        for _ in range(50):
+            if not self._read_ctl(0.02):
+                break
+        for line in self._ctl_lines():
+            if line.startswith("X "):
+                try:
+                    return int(line[2:])
+                except ValueError:
+                    return None
+        return None
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def _expire(self) -> None:
+        self._timed_out = True
+        self._killpg()
+
+    def _killpg(self) -> None:
+        try:
+            os.killpg(self._proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if self._cgroup is not None:
+            self._cgroup.kill_all()
+
+    def _drop_cgroup(self) -> tuple[int, int]:
+        if self._cgroup is None:
+            return 0, 0
+        self._cgroup.wait_empty(5.0)
+        counts = self._cgroup.oom_kills(), self._cgroup.pids_refusals()
+        self._cgroup.remove()
+        self._cgroup = None
+        return counts
+
+    def send(self, data: bytes) -> None:
+        self._stdin.write(data)
+        self._stdin.flush()
+
+    def recv(self, max_bytes: int, timeout: float) -> bytes:
+        ready, _, _ = select.select([self._rfd], [], [], max(timeout, 0))
+        if not ready:
+            raise TimeoutError
+        return os.read(self._rfd, max_bytes)
+
+    def wait(self, timeout: float) -> ExitInfo | None:
+        try:
+            self._proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        return self.kill()
+
+    def kill(self) -> ExitInfo:
+        with self._lock:
+            if self._info is None:
+                self._timer.cancel()
+                self._watch.stop()
+                self._killpg()  # also takes down anything the worker left in its group
+                launcher_rc = self._proc.wait()
+                status = self._worker_status() if self._namespaced else None
+                rc = status if status is not None else launcher_rc
+                oom, pids = self._drop_cgroup()
+                for stream in (self._stdin, self._proc.stdout):
+                    try:
+                        stream.close()  # type: ignore[union-attr]
+                    except OSError:
+                        pass
+                os.close(self._ctl)
+                limit = ("memory" if oom else "cpu" if rc == -signal.SIGXCPU
+                         else "pids" if pids and rc != 0 else None)
+                log = self._log.text()
+                if self._watch.exceeded:
+                    limit = "disk"
+                    log += f"\n[sandboxharness] killed: {self._watch.exceeded}\n"
+                self._info = ExitInfo(
+                    returncode=rc, timed_out=self._timed_out, limit_hit=limit,
+                    stderr=log, dropped_log_bytes=self._log.dropped,
+                )
+            return self._info
+
+
+def _json(obj: object) -> bytes:
+    import json
+
+    return json.dumps(obj).encode()
+
+
+class ProcessSandbox(Sandbox):
+    """The embedded backend.
+
+    ``hardened``: True requires namespaces (a start fails with ``SandboxError`` where they
+    do not work), False is the plain variant, None (default) probes once and picks.
+    ``hidden_paths``: host paths the worker must not see (audit log, key directories...).
+    ``out_quota_mb``/``out_max_entries``: what the job may leave in its out dir (the one
+    writable host directory); past it the job is killed (``limit_hit="disk"``).
+    """
+
+    name = "process"
+
+    def __init__(self, *, hardened: bool | None = None, hidden_paths: Sequence[str | Path] = (),
+                 use_seccomp: bool = True, use_cgroups: bool = True,
+                 out_quota_mb: int = 4096, out_max_entries: int = 10_000) -> None:
+        from .._internal import probe
+
+        self._notes: list[str] = []
+        if hardened is None:
+            result = probe.namespaces()
+            hardened = result.ok
+            if not hardened:
+                self.note(f"user namespaces unusable here ({result.detail}): plain process "
+                          "sandbox, without pid/net/mount isolation")
+        self.hardened = hardened
+        self.hidden_paths = [Path(p) for p in hidden_paths]
+        self.out_quota_mb, self.out_max_entries = out_quota_mb, out_max_entries
+        self.job_uids: list[int] = []
+        """Host uids this backend ran jobs as (as root: one fresh uid per job)."""
+        self.seccomp_filter: bytes | None = None
+        if use_seccomp:
+            try:
+                self.seccomp_filter = seccomp.build_filter()
+            except seccomp.UnsupportedArch as exc:
+                self.note(f"seccomp: {exc}; no syscall filter")
+        self.cgroup_support = cgroups.detect() if use_cgroups else None
+        if self.cgroup_support is not None:
+            for why in self.cgroup_support.notes:
+                self.note(f"cgroups: {why}")
+
+    def note(self, warning: str) -> None:
+        if warning not in self._notes:
+            self._notes.append(warning)
+
+    def start(self, job: JobSpec, deadline_s: float) -> SandboxedProcess:
+        return _Child(_Launch(self, job), deadline_s)
+
+    def start_command(self, job: JobSpec, deadline_s: float, argv: list[str]) -> SandboxedProcess:
+        """Run ``argv`` instead of the worker, same isolation (probes and tests)."""
+        return _Child(_Launch(self, job, argv), deadline_s)
+
+    def isolation(self) -> list[str]:
+        layers = ["session", "rlimits", "scrubbed-env", "private-tmp", "no_new_privs",
+                  "out-quota"]
+        if self.hardened:
+            layers += ["userns", "pidns", "netns", "mountns", "ipcns", "utsns",
+                       "read-only-root", "non-root", "hidden-paths"]
+        if self.seccomp_filter is not None:
+            layers.append("seccomp")
+        if self.cgroup_support is not None and self.cgroup_support.by_controller:
+            layers += ["cgroups", *self.cgroup_support.versions]
+        return layers
+
+    def warnings(self) -> list[str]:
+        return list(self._notes)
+
+
+def now() -> float:
+    return time.monotonic()

@@ -1,0 +1,20 @@
+"""Static analysis: bandit, semgrep (local rules, offline) and our AST rules, plus policy checks.
+
+Analysers read sources, never run them. ``run_static`` is the stage entry point; a
+candidate's code can only produce findings, a tool that fails raises ``ToolError``.
+"""
+
+from .ast_rules import RULES, AstAnalyzer, analyse_source, source_kind
+from .bandit import BanditAnalyzer
+from .imports import check_policy
+from .interface import SEVERITY_RANK, Analyzer, Finding, Severity
+from .runner import StaticReport, analyzers_for, is_blocking, run_static, scan_files
+from .sarif import to_sarif
+from .semgrep import SemgrepAnalyzer, default_rules_dir
+
+__all__ = [
+    "RULES", "SEVERITY_RANK", "Analyzer", "AstAnalyzer", "BanditAnalyzer", "Finding",
+    "SemgrepAnalyzer", "Severity", "StaticReport", "analyse_source", "analyzers_for",
+    "check_policy", "default_rules_dir", "is_blocking", "run_static", "scan_files",
+    "source_kind", "to_sarif",
+]

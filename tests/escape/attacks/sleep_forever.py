@@ -1,0 +1,7 @@
+"""Sleep far past the timeout."""
+import time
+
+
+def run(x):
+    time.sleep(3600)
+    return x + 1

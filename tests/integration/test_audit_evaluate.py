@@ -1,0 +1,115 @@
+"""Audit log written by real `evaluate` runs, then tampered with and verified offline."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, TRITON_RMS
+
+CLI = [sys.executable, "-m", "sandboxharness.cli"]
+
+
+def sh(*args: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def audited(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Two real evaluations (one promote, one reject) appended to one signed log."""
+    root = tmp_path_factory.mktemp("audit")
+    keys = root / "keys"
+    gen = sh("keys", "generate", "--out", keys, "--name", "ci-audit")
+    assert gen.returncode == 0, gen.stderr
+    key = next(keys.glob("*.key"))
+    pub = next(p for p in keys.glob("*.pub"))
+    pol = root / "fast.yaml"
+    pol.write_text((REPO / "policies" / "default.yaml").read_text()
+                   .replace("trials: 3", "trials: 1").replace("iterations: 10", "iterations: 3"))
+    tiny = REPO / "tests" / "data" / "tiny"
+    log = root / "audit.jsonl"
+    for name, code in (("honest", TRITON_RMS),
+                       ("wrong", "def run(x, w, y):\n    y.fill_(1.0)\n")):
+        sol = root / f"{name}.json"
+        sol.write_text(json.dumps({
+            "name": name, "definition": "rms_t", "author": "agent-x",
+            "spec": {"language": "triton", "target_hardware": ["H100"],
+                     "entry_point": "k.py::run"},
+            "sources": [{"path": "k.py", "content": code}]}))
+        proc = sh("evaluate", "--definition", tiny / "rms_t.json", "--workloads",
+                  tiny / "rms_t.jsonl", "--solution", sol, "--policy", pol, "--json",
+                  "--audit-log", log, "--signing-key", key,
+                  "--attestation", root / f"{name}.att.json")
+        assert proc.returncode in (0, 1), proc.stderr
+    return {"log": log, "pub": pub, "key": key, "root": root, "pol": pol}
+
+
+def verify(log: Path, pub: Path, *extra: object) -> subprocess.CompletedProcess[str]:
+    return sh("audit", "verify", log, "--public-key", pub, *extra)
+
+
+def copy_log(src: Path, dst_dir: Path) -> Path:
+    dst_dir.mkdir(exist_ok=True)
+    for p in src.parent.glob(src.name + "*"):
+        (dst_dir / p.name).write_bytes(p.read_bytes())
+    return dst_dir / src.name
+
+
+def test_log_of_real_evaluations_verifies(audited: dict[str, Path]) -> None:
+    proc = verify(audited["log"], audited["pub"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    records = [json.loads(x) for x in audited["log"].read_text().splitlines()]
+    assert [r["decision"] for r in records] == ["promote", "reject"]
+    shown = sh("audit", "show", audited["log"], "--decision", "reject")
+    assert shown.returncode == 0 and "wrong" in shown.stdout and "honest" not in shown.stdout
+
+
+def test_edited_decision_is_detected(audited: dict[str, Path], tmp_path: Path) -> None:
+    log = copy_log(audited["log"], tmp_path / "c")
+    text = log.read_text()
+    log.write_text(text.replace('"decision":"reject"', '"decision":"promot"', 1))
+    proc = verify(log, audited["pub"])
+    assert proc.returncode == 1 and "record 1" in (proc.stdout + proc.stderr).lower().replace(
+        "#", "")
+
+
+def test_deleted_record_is_detected(audited: dict[str, Path], tmp_path: Path) -> None:
+    log = copy_log(audited["log"], tmp_path / "c")
+    lines = log.read_text().splitlines(keepends=True)
+    log.write_text(lines[1])
+    assert verify(log, audited["pub"]).returncode == 1
+
+
+def test_truncation_against_trusted_checkpoint(audited: dict[str, Path], tmp_path: Path) -> None:
+    saved = tmp_path / "trusted.checkpoint"
+    assert verify(audited["log"], audited["pub"], "--save-checkpoint", saved).returncode == 0
+    log = copy_log(audited["log"], tmp_path / "c")
+    lines = log.read_text().splitlines(keepends=True)
+    log.write_text(lines[0])
+    cps = log.with_name(log.name + ".checkpoints")
+    cps.write_text(cps.read_text().split("\n\n")[0] + "\n\n")
+    assert verify(log, audited["pub"], "--trusted-checkpoint", saved).returncode == 1
+
+
+def test_attestation_verifies_and_names_the_candidate(audited: dict[str, Path]) -> None:
+    att = audited["root"] / "honest.att.json"
+    proc = sh("audit", "verify-attestation", att, "--public-key", audited["pub"])
+    assert proc.returncode == 0, proc.stderr
+    env = json.loads(att.read_text())
+    assert env["payloadType"] == "application/vnd.in-toto+json"
+
+
+def test_regulated_policy_refuses_the_development_key(audited: dict[str, Path],
+                                                      tmp_path: Path) -> None:
+    tiny = REPO / "tests" / "data" / "tiny"
+    sol = audited["root"] / "honest.json"
+    proc = sh("evaluate", "--definition", tiny / "rms_t.json", "--workloads", tiny / "rms_t.jsonl",
+              "--solution", sol, "--policy", REPO / "policies" / "regulated.yaml",
+              "--audit-log", tmp_path / "log.jsonl")
+    assert proc.returncode == 2
+    assert "signing-key" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "log.jsonl").exists()
