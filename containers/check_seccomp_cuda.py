@@ -34,7 +34,8 @@ def apply(profile_path: Path) -> int:
     profile = json.loads(profile_path.read_text())
     ops = {"SCMP_CMP_EQ": sc.EQ, "SCMP_CMP_NE": sc.NE, "SCMP_CMP_MASKED_EQ": sc.MASKED_EQ,
            "SCMP_CMP_GE": sc.GE, "SCMP_CMP_GT": sc.GT, "SCMP_CMP_LE": sc.LE, "SCMP_CMP_LT": sc.LT}
-    assert profile["defaultAction"] == "SCMP_ACT_ERRNO"
+    if profile["defaultAction"] != "SCMP_ACT_ERRNO":
+        raise SystemExit("the profile must deny by default")
     filt = sc.SyscallFilter(defaction=sc.ERRNO(errno.EPERM))
     added = 0
     for rule in profile["syscalls"]:

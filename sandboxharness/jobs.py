@@ -6,6 +6,8 @@ its outputs live in a directory the candidate's job never sees.
 
 from __future__ import annotations
 
+import os
+import shutil
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -18,20 +20,34 @@ from .stages.cases import Case
 from .stages.execute import Plan, RoleRun, run_role
 
 
-def check_blobs(workloads: list[WorkloadTrace], blob_root: Path | None) -> Path:
-    """Every safetensors input must exist before anything runs (a clear error, not a crash)."""
+def stage_blobs(workloads: list[WorkloadTrace], blob_root: Path | None, data_dir: Path) -> Path:
+    """Check every safetensors input exists (a clear error, not a crash), then expose only those
+    blobs to the sandbox: hard links (copies across filesystems) in a per-evaluation directory,
+    never the blob root itself, which may hold anything."""
     root = (blob_root or Path.cwd()).resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
     for wl in workloads:
         for name, spec in wl.workload.inputs.items():
-            if isinstance(spec, SafetensorsInput):
-                blob = (root / spec.path).resolve()
-                if not blob.is_relative_to(root):
-                    raise InputError(f"blob path of input {name!r} leaves the blob root",
-                                     where=f"workload {wl.workload.uuid}")
-                if not blob.is_file():
-                    raise InputError(f"safetensors blob for input {name!r} not found: {blob}",
-                                     where=f"workload {wl.workload.uuid}")
-    return root
+            if not isinstance(spec, SafetensorsInput):
+                continue
+            blob = (root / spec.path).resolve()
+            if not blob.is_relative_to(root):
+                raise InputError(f"blob path of input {name!r} leaves the blob root",
+                                 where=f"workload {wl.workload.uuid}")
+            if not blob.is_file():
+                raise InputError(f"safetensors blob for input {name!r} not found: {blob}",
+                                 where=f"workload {wl.workload.uuid}")
+            target = data_dir / spec.path
+            if target.exists():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(blob, target)
+            except OSError:
+                shutil.copyfile(blob, target)
+    for d in (data_dir, *[p for p in data_dir.rglob("*") if p.is_dir()]):
+        d.chmod(0o755)  # readable by the sandbox's unprivileged uid, writable by nobody there
+    return data_dir
 
 
 def _job(root: Path, role: str, data_dir: Path, policy: Policy, device: str) -> JobSpec:

@@ -67,7 +67,7 @@ class Harness:
                  workloads: list[WorkloadTrace], *, seed: int | None = None,
                  blob_root: Path | None = None) -> Verdict:
         started_at = _now()
-        seed = secrets.randbits(53)  # RFC 8785 integers stop at 2**53 - 1 if seed is None else seed
+        seed = secrets.randbits(53) if seed is None else seed  # exact in RFC 8785 JSON
         device = "cuda" if environment.device_name() != "cpu" else "cpu"
         if solution.spec.language.value in GPU_LANGUAGES and device == "cpu":
             raise InfrastructureError(f"{solution.spec.language.value} solutions need a CUDA "
@@ -106,14 +106,15 @@ class Harness:
                 harness_version=str(env["harness_version"]), python=str(env["python"]),
                 torch=str(env["torch"]), triton=env["triton"], platform=str(env["platform"]),
                 device=str(env["device"]), backend=self.sandbox.name,
-                isolation=self.sandbox.isolation(), warnings=self.sandbox.warnings()),
+                isolation=self.sandbox.isolation(), warnings=self.sandbox.warnings(),
+                extra={k: str(v) for k, v in self.sandbox.describe().items()}),
             started_at=started_at, finished_at=_now(),
         )
 
     def _dynamic(self, definition: Definition, solution: Solution,
                  workloads: list[WorkloadTrace], seed: int, device: str, root: Path,
                  blob_root: Path | None, emit: Observer) -> None:
-        data_dir = jobs.check_blobs(workloads, blob_root)
+        data_dir = jobs.stage_blobs(workloads, blob_root, root / "data")
         cases = build_cases(definition, workloads, self.policy)
         t0 = time.monotonic()
         cand, ref, plan = jobs.run_both(self.sandbox, definition, solution, cases, self.policy,

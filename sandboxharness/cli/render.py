@@ -25,7 +25,7 @@ def verdict(console: Console, v: Verdict) -> None:
             s.details.get("reason", ""))
         if s.stage.value == "benchmark" and s.status == "passed":
             geo = s.details.get("speedup_geomean")
-            detail = f"speedup vs reference {geo:.2f}x (geomean; {s.details['clock']})" if geo else ""
+            detail = f"speedup vs reference {geo:.3g}x (geomean; {s.details['clock']})" if geo else ""
         table.add_row(s.stage.value, f"[{_STYLE[s.status]}]{s.status}[/]",
                       f"{s.duration_s:.2f}", detail[:160])
     console.print(table)

@@ -75,7 +75,8 @@ class BenchmarkRules(FrozenModel):
     """Timed calls whose outputs are re-checked against the reference afterwards."""
     max_dispersion: float | None = None
     """Maximum (p75 - p25) / median; None: not enforced."""
-    baselines: list[Literal["flashinfer"]] = Field(default_factory=lambda: ["flashinfer"])
+    baselines: list[Literal["flashinfer"]] = Field(
+        default_factory=lambda: list[Literal["flashinfer"]](["flashinfer"]))
     """GPU: baselines timed in the same run besides the reference (the FlashInfer function of
     the definition's ``fi_api`` tag, when flashinfer imports in the worker)."""
 
@@ -95,14 +96,16 @@ class Promotion(FrozenModel):
 SanitizerTool = Literal["memcheck", "racecheck", "initcheck", "synccheck"]
 
 
+def _all_tools() -> list[SanitizerTool]:
+    return ["memcheck", "racecheck", "initcheck", "synccheck"]
+
+
 class SanitizerRules(FrozenModel):
     """compute-sanitizer on one small workload, one call, per tool (GPU only)."""
 
-    tools: list[SanitizerTool] = Field(
-        default_factory=lambda: ["memcheck", "racecheck", "initcheck", "synccheck"])
+    tools: list[SanitizerTool] = Field(default_factory=_all_tools)
     """Tools to run; an empty list skips the stage."""
-    fail_on: list[SanitizerTool] = Field(
-        default_factory=lambda: ["memcheck", "racecheck", "initcheck", "synccheck"])
+    fail_on: list[SanitizerTool] = Field(default_factory=_all_tools)
     """Tools whose findings reject the candidate; the others are recorded only."""
     api_errors_fail: bool = False
     """CUDA API errors the sanitizer reports (``Program hit ...``) reject too; off by default

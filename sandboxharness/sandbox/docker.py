@@ -146,9 +146,10 @@ class DockerSandbox(Sandbox):
             raise
 
     def isolation(self) -> list[str]:
-        layers = ["docker", "netns", "pidns", "ipcns", "utsns", "mountns", "no-new-privs",
+        layers = ["docker", "netns", "pidns", "ipcns", "utsns", "mountns", "no_new_privs",
                   "cap-drop-all", "read-only-root", "non-root", "cgroups", "rlimits",
-                  "scrubbed-env", "private-tmp", "out-quota", f"runtime:{self.runtime}"]
+                  "scrubbed-env", "private-tmp", "out-quota", "hidden-paths",
+                  f"runtime:{self.runtime}"]
         if self._seccomp_enforced:
             layers.append("seccomp")
         if self.runtime == "runsc":

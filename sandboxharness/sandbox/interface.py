@@ -102,3 +102,7 @@ class Sandbox(abc.ABC):
     def warnings(self) -> list[str]:
         """Degradations (a layer that was asked for but is unavailable here)."""
         return []
+
+    def describe(self) -> dict[str, str]:
+        """Backend facts for the verdict's environment (e.g. the image digest, the runtime)."""
+        return {}

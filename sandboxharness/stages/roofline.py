@@ -70,13 +70,14 @@ def _median_ms(fn: Callable[[], Any], reps: int, warmup: int = 2) -> float:
     torch.cuda.synchronize()
     times = []
     for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+        end = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
         start.record()
         fn()
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end))
-    return statistics.median(times)
+    return float(statistics.median(times))
 
 
 def _copy_ms(n: int) -> float:

@@ -556,7 +556,12 @@ class _Checker(ast.NodeVisitor):
         or a class obtained at run time (``type(x)``, ``x.__class__``); ``None`` otherwise."""
         node: ast.expr = expr
         while True:
-            if isinstance(node, (ast.Name, ast.Attribute)):
+            if isinstance(node, ast.Name) and node.id in _BUILTIN_NAMES:
+                # an implicit builtin name (often a parameter: ``input``) is no module
+                res = sorted(self.names.bindings.get(node.id, ()))
+                if res:
+                    return res[0]
+            elif isinstance(node, (ast.Name, ast.Attribute)):
                 res = sorted(self.names.resolve(node) - {"builtins.type"})
                 if res:
                     return res[0]

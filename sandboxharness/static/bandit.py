@@ -57,8 +57,9 @@ class BanditAnalyzer(Analyzer):
 
 
 def _tail(text: str, n: int = 400) -> str:
-    text = (text or "").strip()
-    return text[-n:] if text else "(no output)"
+    """The end of a tool's output, on one line (errors' ``str()`` stays one line)."""
+    flat = " ".join((text or "").split())
+    return flat[-n:] if flat else "(no output)"
 
 
 def _parse(stdout: str, staged: dict[str, str]) -> list[Finding]:

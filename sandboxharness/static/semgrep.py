@@ -98,8 +98,9 @@ class SemgrepAnalyzer(Analyzer):
 
 
 def _tail(text: str, n: int = 600) -> str:
-    text = (text or "").strip()
-    return text[-n:] if text else "(no output)"
+    """The end of a tool's output, on one line (errors' ``str()`` stays one line)."""
+    flat = " ".join((text or "").split())
+    return flat[-n:] if flat else "(no output)"
 
 
 def _error_type(err: dict[str, Any]) -> str:

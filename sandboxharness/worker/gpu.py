@@ -234,7 +234,8 @@ class GpuTimer:
         self._flush.zero_()
 
     def time_call(self, call: Callable[[], Any]) -> tuple[Any, float]:
-        start, end = self._event(enable_timing=True), self._event(enable_timing=True)
+        start = self._event(enable_timing=True)  # type: ignore[no-untyped-call]
+        end = self._event(enable_timing=True)  # type: ignore[no-untyped-call]
         self.flush()
         self._sync()
         start.record()

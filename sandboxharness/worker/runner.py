@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import os
 import sys
 import threading
 import traceback
+import types
 from pathlib import Path
 from time import perf_counter as _clock  # bound before any candidate code runs
 from typing import Any
@@ -50,16 +51,20 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
+_PKG = "candidate"
+
+
 def _load(src_dir: str, entry_file: str, func: str) -> Any:
+    """Import the entry file as a module of a package rooted at ``src_dir``, so multi-file
+    solutions work with relative imports (``from .kernel import k``) and absolute ones."""
     sys.path.insert(0, src_dir)
-    path = Path(src_dir) / entry_file
-    name = "candidate_" + path.stem.replace("-", "_").replace(".", "_")
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {entry_file}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
+    pkg = types.ModuleType(_PKG)
+    pkg.__path__ = [src_dir]
+    sys.modules[_PKG] = pkg
+    parts = Path(entry_file).with_suffix("").parts
+    if not parts or not all(p.isidentifier() for p in parts):
+        raise ImportError(f"entry file {entry_file!r} is not an importable module path")
+    module = importlib.import_module(".".join((_PKG, *parts)))
     fn = getattr(module, func, None)
     if not callable(fn):
         raise AttributeError(f"entry point {entry_file}::{func} is not a function")

@@ -96,6 +96,10 @@ CASES: dict[str, tuple[str, str]] = {
     "ast.syntax-error": (
         "def f(:\n    pass\n",
         "def f():\n    pass\n"),
+    "ast.torch-compute": (  # checked with forbid_torch_compute (a Triton/CUDA solution)
+        "import torch.nn.functional as F\ndef run(x, y):\n    y.copy_(F.silu(x))\n",
+        "import torch\ndef run(x):\n    y = torch.empty_like(x, dtype=torch.float16)\n"
+        "    assert isinstance(x, torch.Tensor) and torch.cuda.is_available()\n    return y\n"),
     "ast.unanalysable": (
         "x = " + "not " * 900 + "y\n",
         "x = " + "not " * 50 + "y\n"),
@@ -110,12 +114,27 @@ def test_every_rule_has_a_case() -> None:
 def test_rule_positive_and_near_miss(rule_id: str) -> None:
     """Each rule fires on its minimal positive and stays silent on a near miss."""
     positive, negative = CASES[rule_id]
-    found = analyse_source(positive, "cand.py")
+    strict = rule_id == "ast.torch-compute"
+    found = analyse_source(positive, "cand.py", forbid_torch_compute=strict)
     hit = [f for f in found if f.rule_id == rule_id]
     assert hit, f"{rule_id} missed: {found}"
     assert all(f.severity == RULES[rule_id].severity and f.tool == "ast" for f in hit)
     assert all(f.path == "cand.py" and f.line >= 1 and f.message for f in hit)
-    assert rule_id not in rule_ids(negative)
+    assert rule_id not in {f.rule_id for f in analyse_source(negative, "cand.py",
+                                                              forbid_torch_compute=strict)}
+
+
+@pytest.mark.parametrize("src", [
+    "import torch\ndef run(a, b, c):\n    torch.matmul(a, b, out=c)\n",
+    "from torch.nn.functional import softmax\ndef run(x):\n    return softmax(x, -1)\n",
+    "import torch\ndef run(x):\n    return torch.ops.aten.relu(x)\n",
+    "import torch\nact = torch.nn.functional.gelu\n",
+])
+def test_torch_compute_only_for_kernel_languages(src: str) -> None:
+    """Attack: a decoy Triton kernel is launched while torch computes the output."""
+    assert "ast.torch-compute" in {f.rule_id for f in analyse_source(
+        src, "cand.py", forbid_torch_compute=True)}
+    assert "ast.torch-compute" not in rule_ids(src)  # a plain-python solution may use torch
 
 
 # --- aliasing and evasion -----------------------------------------------------------------
@@ -198,9 +217,12 @@ def test_aliases_and_evasion_are_caught(src: str, rule_id: str) -> None:
     "import torch\nx = torch.zeros(1)\nok = isinstance(x, torch.Tensor)\n",
     "import torch\nok = hasattr(torch, 'compile')\n",
     "import triton.language as tl\ndef k(x: tl.tensor):\n    return tl.sum(x, axis=0)\n",
+    # FlashInfer-Bench names tensors 'input': a parameter, not the builtin
+    "def run(input, output):\n    input.requires_grad_(False)\n    output.tag = 1\n"
+    "    setattr(output, 'note', getattr(input, 'name', None))\n",
 ])
-def test_modules_used_normally_are_not_values(src: str) -> None:
-    assert "ast.dynamic-code" not in rule_ids(src)
+def test_ordinary_code_is_not_dynamic(src: str) -> None:
+    assert rule_ids(src) == set()
 
 
 def test_alias_reports_the_line_of_use() -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from sandboxharness.errors import ToolError
 from sandboxharness.intake import load_policy
-from sandboxharness.models import Definition, Policy, Solution
+from sandboxharness.models import Definition, Language, Policy, Solution
 from sandboxharness.static import (
     AstAnalyzer,
     BanditAnalyzer,
@@ -82,8 +82,11 @@ def test_honest_solutions_pass_the_default_policy(name: str, default_policy: Pol
     AST rules without a single finding (bandit and semgrep see the same files in one batch
     in test_static_tools, and two solutions below go through every tool)."""
     sources, entry, language, dps = HONEST_SOLUTIONS[name]
-    report = run_static(solution(sources, entry, language, dps), definition(), default_policy,
-                        tmp_path, analyzers=[AstAnalyzer()])
+    sol = solution(sources, entry, language, dps)
+    report = run_static(sol, definition(), default_policy, tmp_path,
+                        analyzers=analyzers_for(policy(static={"bandit": False,
+                                                               "semgrep": False}).static,
+                                                sol.spec.language))
     assert report.findings == []
     assert report.passed
 
@@ -204,6 +207,18 @@ def test_python_entry_must_be_a_py_file(tmp_path: Path) -> None:
     sol = solution({"kernel.txt": "import os\nos.system('id')\n"}, "kernel.txt::run")
     report = run_static(sol, None, policy(), tmp_path, analyzers=[AstAnalyzer()])
     assert ("policy.unscannable-entry", "kernel.txt", 1) in ids(report.blocking)
+
+
+@pytest.mark.parametrize("language, blocked", [("triton", True), ("python", False)])
+def test_torch_compute_depends_on_the_language(language: str, blocked: bool,
+                                               tmp_path: Path) -> None:
+    """Attack: a decoy Triton kernel with torch doing the real work."""
+    src = {"kernel.py": "import torch\ndef run(x, y):\n    y.copy_(torch.relu(x))\n"}
+    report = run_static(solution(src, "kernel.py::run", language), None, policy(), tmp_path,
+                        analyzers=analyzers_for(policy(static={"bandit": False,
+                                                               "semgrep": False}).static,
+                                                Language(language)))
+    assert (("ast.torch-compute", "kernel.py", 3) in ids(report.blocking)) is blocked
 
 
 def test_analyzers_follow_the_policy() -> None:
