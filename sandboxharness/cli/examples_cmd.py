@@ -29,7 +29,7 @@ def examples(
     console = Console()
     table = Table(title="example solutions")
     for col in ("solution", "expected", "decision", "reasons", "time (s)", "ok"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     mismatches, rows = 0, []
     for item in manifest["examples"]:
         t0 = time.monotonic()
@@ -45,7 +45,8 @@ def examples(
         row = {"solution": item["solution"], "expected": item["expect"], "decision": decision,
                "reasons": codes, "seconds": round(time.monotonic() - t0, 2), "ok": ok}
         rows.append(row)
-        table.add_row(row["solution"], item["expect"], decision, ", ".join(codes)[:60],
+        table.add_row(row["solution"].removeprefix("solutions/").removesuffix(".json"),
+                      item["expect"], decision, ", ".join(codes)[:80],
                       f"{row['seconds']:.1f}", "yes" if ok else "[red]NO[/]")
     if json_out:
         print(json.dumps(rows))

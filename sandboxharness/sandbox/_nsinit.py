@@ -242,10 +242,22 @@ def _mkpoint(path: str, is_dir: bool) -> None:
             os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o644))
 
 
+def _minimal_dev(devices: list[str], fds: dict[str, int]) -> None:
+    """A fresh /dev with only the listed host device nodes (bound: mknod is not allowed)."""
+    _mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=1m,nr_inodes=1024,mode=0755")
+    for dev in devices:
+        _mkpoint(dev, is_dir=False)
+        _bind_from(fds[dev], dev, rec=False)
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
+                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
+        os.symlink(target, f"/dev/{name}")
+    os.mkdir(SHM, 0o755)
+
+
 def _build_view(ns: Cfg) -> None:
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     fds = {p: os.open(p, os.O_PATH | os.O_CLOEXEC)
-           for p in [b["src"] for b in ns["binds"]] + ns["expose"]}
+           for p in [b["src"] for b in ns["binds"]] + ns["expose"] + ns["devices"]}
     for path in sorted(ns["hide"], key=lambda p: -p.count("/")):
         _hide(path)
     _readonly_everything()
@@ -257,6 +269,7 @@ def _build_view(ns: Cfg) -> None:
     os.setresuid(ns["inner_uid"], ns["inner_uid"], ns["inner_uid"])
     _prctl(PR_SET_DUMPABLE, 1)
     os.umask(0o022)
+    _minimal_dev(ns["devices"], fds)
     covers = [c for c in ns["cover"] if os.path.isdir(c) and not os.path.islink(c)]
     for cover in covers:
         opts = (f"size={ns['shm_mb']}m,nr_inodes=4096,mode=1777" if cover == SHM
@@ -278,6 +291,7 @@ def _build_view(ns: Cfg) -> None:
     for cover in covers:
         if cover != SHM:
             _remount(cover, readonly=True)
+    _remount("/dev", readonly=True)
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     # sysfs of the new network namespace: the host's interfaces and cgroupfs vanish with it
     _mount("sysfs", "/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)

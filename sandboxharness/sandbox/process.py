@@ -41,7 +41,9 @@ INNER_ROOT = "/tmp/shx"  # noqa: S108 - inside the sandbox: a private tmpfs, not
 INNER_UID = 1000
 SANDBOX_UID_BASE = 1_600_000_000
 """As host root each job runs as a fresh host uid from here (no files, no processes)."""
-COVERED = ("/tmp", "/var/tmp", "/root", "/home", "/run", "/dev/shm", "/dev/mqueue")  # noqa: S108
+COVERED = ("/tmp", "/var/tmp", "/root", "/home", "/run", "/dev/shm")  # noqa: S108
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
+"""The worker's /dev is a fresh tmpfs with only these (plus the NVIDIA nodes for GPU jobs)."""
 READY_TIMEOUT_S = 30.0
 
 
@@ -161,10 +163,16 @@ class _Launch:
             ids = {"uid_mode": "root", "outer_uid": uid, "outer_gid": uid}
         else:
             ids = {"uid_mode": "self", "outer_uid": os.geteuid(), "outer_gid": os.getegid()}
+        devices = [d for d in DEVICES if os.path.exists(d)]
+        if job.gpu:
+            devices += sorted(str(p) for p in Path("/dev").glob("nvidia*")
+                              if not p.is_dir())
+            devices += sorted(str(p) for p in Path("/dev").glob("nvidia-caps/*"))
         lim = job.limits
         return {
             **ids, "inner_uid": INNER_UID, "inner_gid": INNER_UID, "hostname": "sandbox",
             "hide": sorted(set(hide)), "cover": list(COVERED), "expose": expose,
+            "devices": devices,
             "binds": [
                 {"src": os.path.realpath(job.src_dir), "dst": self.paths.src, "rw": False},
                 {"src": os.path.realpath(job.data_dir), "dst": self.paths.data, "rw": False},
@@ -365,7 +373,9 @@ class ProcessSandbox(Sandbox):
         self.job_uids: list[int] = []
         """Host uids this backend ran jobs as (as root: one fresh uid per job)."""
         self.seccomp_filter: bytes | None = None
-        if use_seccomp:
+        if use_seccomp and not seccomp.kernel_supports():
+            self.note("seccomp: this kernel has no seccomp filters; no syscall filter")
+        elif use_seccomp:
             try:
                 self.seccomp_filter = seccomp.build_filter()
             except seccomp.UnsupportedArch as exc:

@@ -143,7 +143,16 @@ def build_filter(arch: str | None = None) -> bytes:
 
 
 def supported() -> bool:
-    return platform.machine() in ARCHES
+    """A syscall table for this machine and a kernel with seccomp filters."""
+    return platform.machine() in ARCHES and kernel_supports()
+
+
+def kernel_supports() -> bool:
+    try:
+        with open("/proc/self/status") as fh:
+            return any(line.startswith("Seccomp:") for line in fh)
+    except OSError:
+        return False
 
 
 def describe() -> dict[str, object]:

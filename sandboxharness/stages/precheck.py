@@ -12,6 +12,11 @@ _POLICY_RULES = {
     "policy.import-denied": ReasonCode.POLICY_IMPORT,
     "policy.import-not-allowed": ReasonCode.POLICY_IMPORT,
     "policy.baseline-call": ReasonCode.POLICY_BASELINE_CALL,
+    # a source named like a real module (torch.py) would replace it in the worker
+    "policy.module-shadowing": ReasonCode.POLICY_IMPORT,
+    "policy.native-artifact": ReasonCode.POLICY_LANGUAGE,
+    "policy.unparsable-source": ReasonCode.COMPILE_ERROR,
+    "policy.invalid-source": ReasonCode.COMPILE_ERROR,
 }
 # Findings that are really "this does not compile": same code as a failed import would give.
 _STATIC_CODES = {"ast.syntax-error": ReasonCode.COMPILE_ERROR,

@@ -72,8 +72,11 @@ def test_fork_bomb(run_attack: Runner) -> None:
 def test_thousands_of_temp_files(run_attack: Runner) -> None:
     """Thousands of temp files: the scratch space runs out of inodes, not the host."""
     out = run_attack(attack_source("many_temp_files"))
-    out.rejected_with(RUNTIME, LIMIT)
-    assert "No space left" in out.text or "quota" in out.text.lower()
+    # process backend: the scratch tmpfs runs out of inodes (ENOSPC); docker: its bigger
+    # scratch tmpfs holds them and the job runs into its timeout instead
+    out.rejected_with(RUNTIME, LIMIT, TIMEOUT)
+    if RUNTIME in out.codes:
+        assert "No space left" in out.text
 
 
 def test_huge_file(run_attack: Runner) -> None:
@@ -183,8 +186,11 @@ def test_write_host_tmp_marker(run_attack: Runner) -> None:
     """Writing a marker into the host's /tmp must not reach the host."""
     marker = Path(f"/tmp/shx-escape-marker-{secrets.token_hex(6)}")
     try:
-        run_attack(attack_source("write_file", target=str(marker))).rejected_with(RUNTIME)
+        out = run_attack(attack_source("write_file", target=str(marker)))
         assert not marker.exists(), "the candidate wrote into the host's /tmp"
+        if out.sandbox.name == "docker" and out.verdict.decision == "promote":
+            return  # the container's /tmp is its own scratch tmpfs: the write stayed there
+        out.rejected_with(RUNTIME)
     finally:
         marker.unlink(missing_ok=True)
 

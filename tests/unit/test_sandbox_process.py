@@ -85,7 +85,7 @@ def test_what_the_hardened_worker_sees(tmp_path: Path) -> None:
                                          str(Path(sys.prefix) / "x"), "/dev/shm/x"]),
               "PROBE_EXISTS": json.dumps([str(hidden / "signing.key"), str(job.src_dir),
                                           f"{INNER_ROOT}/src/kernel.py", "/var/run/docker.sock",
-                                          sys.base_prefix])}
+                                          sys.base_prefix, "/dev/null", "/dev/kmsg"])}
     data, info, _ = _run(sandbox, job, LOOK, env=probes)
     assert info.returncode == 0, info.stderr
     res = json.loads(data)
@@ -101,7 +101,7 @@ def test_what_the_hardened_worker_sees(tmp_path: Path) -> None:
                             str(Path(sys.prefix) / "x"): False, "/dev/shm/x": True}
     assert res["exists"] == {str(hidden / "signing.key"): False, str(job.src_dir): False,
                              f"{INNER_ROOT}/src/kernel.py": True, "/var/run/docker.sock": False,
-                             sys.base_prefix: True}
+                             sys.base_prefix: True, "/dev/null": True, "/dev/kmsg": False}
     assert (job.out_dir / "r").read_text() == "x"  # the out dir is the host's
     if os.geteuid() == 0:
         assert (job.out_dir / "r").stat().st_uid == sandbox.job_uids[-1]
