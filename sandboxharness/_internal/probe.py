@@ -54,6 +54,8 @@ class MachineReport:
     docker_backend: Check
     runsc: Check
     gpu: dict[str, Any]
+    cuda_in_sandbox: Check
+    """CUDA and Triton inside the hardened sandbox (only tried where torch sees a GPU)."""
     tools: dict[str, str | None]
     auto_backend: str
     auto_reason: str
@@ -132,40 +134,47 @@ def namespace_kinds() -> dict[str, bool]:
         return {}
 
 
-@lru_cache(maxsize=1)
-def namespaces() -> Check:
-    """Can the process backend's hardened variant really start a process here?"""
+def _in_sandbox(script: str, *, gpu: bool = False, timeout: float = 30.0,
+                seccomp_on: bool = True) -> tuple[dict[str, Any] | None, str]:
+    """Run ``script`` (it writes one JSON object to fd 1) in the hardened process sandbox."""
     from ..models.policy import Limits
     from ..sandbox.interface import JobSpec
     from ..sandbox.process import ProcessSandbox
 
-    if platform.system() != "Linux":
-        return Check(False, "not Linux")
     with tempfile.TemporaryDirectory(prefix="shx-probe-") as tmp:
-        root = Path(tmp)
-        dirs = {k: root / "job" / k for k in ("src", "out", "tmp")}
+        dirs = {k: Path(tmp) / "job" / k for k in ("src", "out", "tmp")}
         for d in dirs.values():
             d.mkdir(parents=True)
         job = JobSpec(role="probe", src_dir=dirs["src"], data_dir=dirs["src"],
-                      out_dir=dirs["out"], tmp_dir=dirs["tmp"], limits=Limits())
+                      out_dir=dirs["out"], tmp_dir=dirs["tmp"], limits=Limits(), gpu=gpu)
         try:
-            sandbox = ProcessSandbox(hardened=True, use_cgroups=False)
-            child = sandbox.start_command(job, 30.0, [sys.executable, "-I", "-S", "-c",
-                                                      _SANDBOX_SCRIPT])
+            sandbox = ProcessSandbox(hardened=True, use_cgroups=False, use_seccomp=seccomp_on)
+            argv = [sys.executable, "-I", *([] if gpu else ["-S"]), "-c", script]
+            child = sandbox.start_command(job, timeout, argv)
         except HarnessError as exc:
-            return Check(False, str(exc))
+            return None, str(exc)
         data = b""
         try:
-            while chunk := child.recv(65536, 20.0):
+            while chunk := child.recv(65536, timeout):
                 data += chunk
         except (TimeoutError, OSError):
             pass
         info = child.kill()
     try:
-        res = json.loads(data)
+        return json.loads(data), ""
     except ValueError:
-        return Check(False, f"probe process failed (status {info.returncode}): "
-                            f"{info.stderr.strip()[-300:]}")
+        return None, (f"probe process failed (status {info.returncode}): "
+                      f"{info.stderr.strip()[-300:]}")
+
+
+@lru_cache(maxsize=1)
+def namespaces() -> Check:
+    """Can the process backend's hardened variant really start a process here?"""
+    if platform.system() != "Linux":
+        return Check(False, "not Linux")
+    res, why = _in_sandbox(_SANDBOX_SCRIPT)
+    if res is None:
+        return Check(False, why)
     problems = [what for what, bad in (
         ("runs as uid 0", res.get("uid") == 0), ("not pid 2 of a new pid namespace",
                                                   res.get("pid") != 2),
@@ -176,6 +185,48 @@ def namespaces() -> Check:
         return Check(False, "; ".join(problems))
     return Check(True, f"worker uid {res['uid']}, pid {res['pid']}, hostname "
                        f"{res['hostname']!r}, net {res.get('net')}, read-only root")
+
+
+_CUDA_SCRIPT = r"""
+import json, os, socket
+import torch
+res = {"device": torch.cuda.get_device_name(0)}
+a = torch.randn(1024, 1024, device="cuda")
+res["matmul"] = bool(torch.allclose((a @ a).cpu(), a.cpu() @ a.cpu(), rtol=1e-2, atol=1e-1))
+try:
+    import triton, triton.language as tl
+
+    @triton.jit
+    def add_one(X, Y, N: tl.constexpr):
+        offs = tl.arange(0, N)
+        tl.store(Y + offs, tl.load(X + offs) + 1)
+
+    x = torch.arange(256, device="cuda", dtype=torch.float32)
+    y = torch.empty_like(x)
+    add_one[(1,)](x, y, N=256)
+    torch.cuda.synchronize()
+    res["triton"] = bool(torch.equal(y, x + 1))
+except ImportError:
+    res["triton"] = None
+try:
+    socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    res["inet"] = "allowed"
+except PermissionError:
+    res["inet"] = "EPERM"
+os.write(1, json.dumps(res).encode())
+"""
+
+
+def cuda_in_sandbox() -> Check:
+    """A CUDA matmul and a Triton kernel inside the hardened sandbox (seccomp on), as a GPU job."""
+    if not namespaces().ok:
+        return Check(False, "no hardened sandbox here")
+    res, why = _in_sandbox(_CUDA_SCRIPT, gpu=True, timeout=300.0)
+    if res is None:
+        return Check(False, why)
+    ok = res.get("matmul") is True and res.get("triton") is not False
+    return Check(ok, f"{res.get('device')}: matmul {res.get('matmul')}, triton "
+                     f"{res.get('triton')}, AF_INET {res.get('inet')}")
 
 
 def seccomp_check() -> Check:
@@ -312,6 +363,8 @@ def auto_choice() -> tuple[str, str]:
 def report() -> MachineReport:
     engine, runtimes, backend, runsc = docker_report()
     ns = namespaces()
+    gpu = gpu_report()
+    cuda = cuda_in_sandbox() if gpu["torch_cuda"] else Check(False, "no CUDA device")
     auto, why = auto_choice()
     warnings = []
     if not ns.ok:
@@ -322,7 +375,7 @@ def report() -> MachineReport:
         euid=os.geteuid(), namespaces=namespace_kinds(), hardened_sandbox=ns,
         seccomp=seccomp_check(), libseccomp=ctypes.util.find_library("seccomp"),
         cgroups=cgroup_report(), docker_engine=engine, docker_runtimes=runtimes,
-        docker_backend=backend, runsc=runsc, gpu=gpu_report(),
+        docker_backend=backend, runsc=runsc, gpu=gpu, cuda_in_sandbox=cuda,
         tools={t: _which(t) for t in ("compute-sanitizer", "ncu", "nvcc", "unshare", "bwrap")},
         auto_backend=auto, auto_reason=why, warnings=warnings,
     )

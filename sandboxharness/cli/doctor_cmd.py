@@ -42,6 +42,7 @@ def _rows(rep: Any) -> list[tuple[str, bool | None, str]]:
          (gpu["nvidia_smi"] or "not found")),
         ("torch.cuda", gpu["torch_cuda"], f"torch {gpu['torch']}, CUDA {gpu['torch_cuda_version']}"
          f", device {gpu['device']}"),
+        ("CUDA in the hardened sandbox", rep.cuda_in_sandbox.ok, rep.cuda_in_sandbox.detail),
         *[(tool, path is not None, path or "not found") for tool, path in rep.tools.items()],
     ]
 

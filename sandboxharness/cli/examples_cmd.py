@@ -36,7 +36,8 @@ def examples(
         try:
             v = evaluate_files(kernels / item["definition"], kernels / item["solution"],
                                kernels / item["workloads"], policy)
-            decision, codes = v.decision, sorted({r.code.value for r in v.reasons})
+            decision: str = v.decision
+            codes = sorted({r.code.value for r in v.reasons})
         except HarnessError as exc:
             decision, codes = "error", [str(exc)]
         ok = decision == item["expect"] and (

@@ -28,6 +28,7 @@ import re
 import resource
 import signal
 import sys
+import time
 from typing import Any
 
 Cfg = dict[str, Any]
@@ -309,6 +310,7 @@ def _init(cfg: Cfg, ctl: int) -> None:
         host = ns.get("hostname", "sandbox").encode()
         _check(_libc.sethostname(host, len(host)), "sethostname")
         _build_view(ns)
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # again: the uid change above cleared it
     except (OSError, SetupError) as exc:
         _say(ctl, f"E sandbox setup: {exc}")
         os._exit(125)
@@ -345,6 +347,7 @@ def _init(cfg: Cfg, ctl: int) -> None:
 
 
 def _namespaced(cfg: Cfg, ctl: int) -> None:
+    host = os.getppid()
     _unshare_and_map(cfg["ns"])
     child = os.fork()
     if child == 0:
@@ -353,12 +356,13 @@ def _namespaced(cfg: Cfg, ctl: int) -> None:
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)
     os.close(devnull)
-    while True:
-        try:
-            _, status = os.waitpid(child, 0)
+    while True:  # if the host dies, take the sandbox down with it (C's death ends the pid ns)
+        pid, status = os.waitpid(child, os.WNOHANG)
+        if pid == child:
             break
-        except InterruptedError:
-            continue
+        if os.getppid() != host:
+            os.kill(child, signal.SIGKILL)
+        time.sleep(0.05)
     os._exit(max(os.waitstatus_to_exitcode(status), 0))
 
 

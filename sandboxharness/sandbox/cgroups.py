@@ -243,3 +243,19 @@ def _limit(ctrl: str, version: int, d: Path, memory_mb: int, max_pids: int) -> N
         (d / "memory.limit_in_bytes").write_text(limit)
         if (d / "memory.memsw.limit_in_bytes").exists():  # no swapping past the limit
             (d / "memory.memsw.limit_in_bytes").write_text(limit)
+
+
+def remove_stale(support: CgroupSupport, older_than_s: float = 3600.0) -> list[Path]:
+    """Remove empty job cgroups left by a harness that died (best effort); what went."""
+    removed = []
+    now = time.time()
+    for hier in support.by_controller.values():
+        for d in hier.parent.glob("shx-*-*"):
+            try:
+                if now - d.stat().st_mtime < older_than_s or (d / "cgroup.procs").read_text():
+                    continue
+                d.rmdir()
+                removed.append(d)
+            except OSError:
+                continue
+    return removed

@@ -382,6 +382,7 @@ class ProcessSandbox(Sandbox):
                 self.note(f"seccomp: {exc}; no syscall filter")
         self.cgroup_support = cgroups.detect() if use_cgroups else None
         if self.cgroup_support is not None:
+            cgroups.remove_stale(self.cgroup_support)
             for why in self.cgroup_support.notes:
                 self.note(f"cgroups: {why}")
 
@@ -390,11 +391,22 @@ class ProcessSandbox(Sandbox):
             self._notes.append(warning)
 
     def start(self, job: JobSpec, deadline_s: float) -> SandboxedProcess:
-        return _Child(_Launch(self, job), deadline_s)
+        return self._start(_Launch(self, job), deadline_s)
 
     def start_command(self, job: JobSpec, deadline_s: float, argv: list[str]) -> SandboxedProcess:
         """Run ``argv`` instead of the worker, same isolation (probes and tests)."""
-        return _Child(_Launch(self, job, argv), deadline_s)
+        return self._start(_Launch(self, job, argv), deadline_s)
+
+    @staticmethod
+    def _start(launch: _Launch, deadline_s: float) -> SandboxedProcess:
+        try:
+            return _Child(launch, deadline_s)
+        except BaseException:
+            if launch.cgroup is not None:  # no job cgroup may outlive a failed start
+                launch.cgroup.kill_all()
+                launch.cgroup.wait_empty(5.0)
+                launch.cgroup.remove()
+            raise
 
     def isolation(self) -> list[str]:
         layers = ["session", "rlimits", "scrubbed-env", "private-tmp", "no_new_privs",

@@ -44,9 +44,12 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def secrets_dir() -> Iterator[Path]:
-    """A fake signing key and audit log, outside every default-covered directory (inside the
-    repository, which the worker sees read-only as its data dir), registered as hidden."""
-    scratch = Path(tempfile.mkdtemp(prefix=".escape-secrets-", dir=REPO))
+    """A fake signing key and audit log, outside every default-covered directory (in the
+    repository's git-ignored .pytest_cache, which the worker could otherwise read, the
+    repository being visible read-only), registered as hidden."""
+    base = REPO / ".pytest_cache"
+    base.mkdir(exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="escape-secrets-", dir=base))
     (scratch / "keys").mkdir()
     (scratch / "keys" / "signing.key").write_text(f"KEY-{secrets.token_hex(16)}\n")
     (scratch / "audit.log").write_text(f'{{"entry": "LOG-{secrets.token_hex(16)}"}}\n')

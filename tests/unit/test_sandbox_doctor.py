@@ -26,7 +26,8 @@ def test_doctor_json_reports_every_layer_and_the_auto_choice() -> None:
     assert result.exit_code == 0, result.output
     rep = json.loads(result.stdout)
     for key in ("namespaces", "hardened_sandbox", "seccomp", "cgroups", "docker_engine",
-                "runsc", "gpu", "tools", "auto_backend", "date", "kernel"):
+                "runsc", "gpu", "cuda_in_sandbox", "tools", "auto_backend", "date",
+                "kernel"):
         assert key in rep
     assert rep["auto_backend"] in ("process (hardened)", "docker", "process (plain)")
     assert rep["hardened_sandbox"]["ok"] == (rep["auto_backend"] == "process (hardened)")

@@ -16,7 +16,7 @@ from sandboxharness._internal import probe
 from sandboxharness.errors import PolicyError, SandboxError
 from sandboxharness.models import Policy
 from sandboxharness.models.policy import Limits
-from sandboxharness.sandbox import JobSpec, select_backend
+from sandboxharness.sandbox import JobSpec, cgroups, select_backend
 from sandboxharness.sandbox.interface import ExitInfo
 from sandboxharness.sandbox.process import INNER_ROOT, ProcessSandbox
 
@@ -163,19 +163,29 @@ def test_memory_limit_is_reported(tmp_path: Path) -> None:
     assert info.returncode == -9 and info.limit_hit == "memory"
 
 
+def _job_cgroups() -> set[Path]:
+    """This process's job cgroups (its own v1 memory cgroup is private to it)."""
+    support = cgroups.detect()
+    return {d for h in support.by_controller.values() for d in h.parent.glob("shx-*")}
+
+
 @needs_ns
 def test_hiding_the_runtime_is_refused(tmp_path: Path) -> None:
+    before = _job_cgroups()
     sandbox = ProcessSandbox(hardened=True, hidden_paths=[sys.base_prefix])
     with pytest.raises(SandboxError, match="Python runtime"):
         sandbox.start(_job(tmp_path), 10)
+    assert _job_cgroups() <= before
 
 
 @needs_ns
 def test_setup_failure_is_a_sandbox_error(tmp_path: Path) -> None:
+    before = _job_cgroups()
     job = _job(tmp_path)
     job = JobSpec(**{**job.__dict__, "data_dir": tmp_path / "missing"})
     with pytest.raises(SandboxError, match="sandbox"):
         ProcessSandbox(hardened=True).start(job, 10)
+    assert _job_cgroups() <= before
 
 
 def test_plain_variant_uses_host_paths(tmp_path: Path) -> None:
@@ -200,3 +210,48 @@ def test_select_backend() -> None:
         select_backend("process", strict)
     if HARDENED.ok:
         assert "netns" in select_backend("auto", policy).isolation()
+
+
+HOST = r"""
+import sys, time
+from pathlib import Path
+from sandboxharness.models.policy import Limits
+from sandboxharness.sandbox import JobSpec
+from sandboxharness.sandbox.process import ProcessSandbox
+root = Path(sys.argv[1])
+dirs = {k: root / k for k in ("src", "out", "tmp")}
+for d in dirs.values():
+    d.mkdir(parents=True)
+job = JobSpec(role="candidate", src_dir=dirs["src"], data_dir=dirs["src"], out_dir=dirs["out"],
+              tmp_dir=dirs["tmp"], limits=Limits())
+sandbox = ProcessSandbox(hardened=True)
+sandbox.start_command(job, 600, [sys.executable, "-I", "-S", "-c", "import time; time.sleep(600)"])
+print(sandbox.job_uids[-1], flush=True)
+time.sleep(600)
+"""
+
+
+@needs_ns
+def test_host_death_takes_the_sandbox_down(tmp_path: Path) -> None:
+    """If the harness process dies, nothing of its sandbox keeps running."""
+    if os.geteuid() != 0:
+        pytest.skip("identifies the sandbox by its per-job uid (host root only)")
+    import signal
+    import subprocess
+
+    from tests.escape.support import processes_of
+
+    cgroups_before = _job_cgroups()
+    host = subprocess.Popen([sys.executable, "-c", HOST, str(tmp_path / "job")],
+                            stdout=subprocess.PIPE, text=True)
+    assert host.stdout is not None
+    uid = int(host.stdout.readline())
+    assert processes_of({uid}), "the sandboxed sleeper should be running"
+    host.send_signal(signal.SIGKILL)
+    host.wait()
+    deadline = time.monotonic() + 5
+    while processes_of({uid}) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert processes_of({uid}) == []
+    for d in _job_cgroups() - cgroups_before:  # what a dead host leaves: empty job cgroups
+        d.rmdir()
