@@ -60,6 +60,17 @@ def secrets_dir() -> Iterator[Path]:
 
 
 @pytest.fixture
+def open_workdir() -> Iterator[Path]:
+    """A world-readable work dir outside every covered and hidden path (.pytest_cache)."""
+    base = REPO / ".pytest_cache"
+    base.mkdir(exist_ok=True)
+    workdir = Path(tempfile.mkdtemp(prefix="escape-jobs-", dir=base))
+    os.chmod(workdir, 0o755)  # noqa: S103 - on purpose: only hiding may keep the worker out
+    yield workdir
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture
 def used() -> list[Sandbox]:
     return []
 

@@ -286,15 +286,17 @@ def test_kill_sibling_process(run_attack: Runner) -> None:
         sibling.wait()
 
 
-def test_other_candidate_files(run_attack: Runner, tmp_path: Path) -> None:
-    """Another candidate's files: a second job must not see the first job's sources/outputs."""
-    workdir = tmp_path / "jobs"
-    workdir.mkdir()
+def test_other_candidate_files(run_attack: Runner, open_workdir: Path) -> None:
+    """Another candidate's files: a second job must not see the first job's sources/outputs
+    (kept in a world-readable work dir outside /tmp, so that only hiding can protect them)."""
+    workdir = open_workdir
     marker = f"marker_{secrets.token_hex(8)}"
     honest = f"# {marker}\ndef run(x):\n    return x + 1\n"
     first = run_attack(honest, name="first", keep_jobs=True, workdir=workdir)
     assert first.verdict.decision == "promote", first.verdict.reasons
     (job_root,) = workdir.glob("shx-job-*")
+    for path in [workdir, *workdir.rglob("*")]:  # take permissions out of the picture
+        path.chmod(0o755 if path.is_dir() else 0o644)
     src = job_root / "candidate" / "src" / "kernel.py"
     outs = job_root / "candidate" / "out"
     assert marker in src.read_text() and any(outs.iterdir())

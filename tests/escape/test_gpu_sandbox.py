@@ -21,13 +21,19 @@ from sandboxharness.sandbox.process import ProcessSandbox
 pytestmark = pytest.mark.gpu
 
 CUDA_SCRIPT = r"""
-import json, os, socket
-import torch, triton, triton.language as tl
+import json, os, socket, sys
+import torch
 
-@triton.jit
-def add_one(X, Y, N: tl.constexpr):
-    offs = tl.arange(0, N)
-    tl.store(Y + offs, tl.load(X + offs) + 1)
+# Triton reads a @jit function's source from its file: put the kernel in a module (in the
+# sandbox's private scratch) rather than in this -c string.
+scratch = os.environ["TMPDIR"]
+with open(os.path.join(scratch, "shx_add_one.py"), "w") as fh:
+    fh.write("import triton, triton.language as tl\n@triton.jit\n"
+             "def add_one(X, Y, N: tl.constexpr):\n"
+             "    offs = tl.arange(0, N)\n"
+             "    tl.store(Y + offs, tl.load(X + offs) + 1)\n")
+sys.path.insert(0, scratch)
+from shx_add_one import add_one
 
 res = {"device": torch.cuda.get_device_name(0)}
 a = torch.randn(2048, 2048, device="cuda")
