@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from .errors import InputError
@@ -38,8 +39,12 @@ def evaluate_files(definition: str | Path, solution: str | Path,
                    workloads: str | Path | None = None, policy: str | Path | Policy | None = None,
                    *, backend: str | None = None, seed: int | None = None,
                    blob_root: str | Path | None = None,
-                   observer: Observer | None = None) -> Verdict:
-    """Load, cross-check and evaluate one solution. Raises HarnessError for bad input."""
+                   observer: Observer | None = None,
+                   hidden_paths: Sequence[str | Path] = ()) -> Verdict:
+    """Load, cross-check and evaluate one solution. Raises HarnessError for bad input.
+
+    ``hidden_paths``: host files the candidate must never see (audit log, signing keys); the
+    process backend covers them in the worker's view."""
     d_path = Path(definition)
     d = load_definition(d_path)
     s = load_solution(solution)
@@ -48,7 +53,8 @@ def evaluate_files(definition: str | Path, solution: str | Path,
     check_pairing(d, s, wl, where=str(solution))
     pol = policy if isinstance(policy, Policy) else (
         load_policy(policy) if policy else default_policy())
-    sandbox = select_backend(backend or pol.sandbox.backend, pol)
+    sandbox = select_backend(backend or pol.sandbox.backend, pol,
+                             hidden_paths=[p for p in hidden_paths if Path(p).exists()])
     # FlashInfer-Bench blob paths are relative to the dataset root (workloads/<op>/x.jsonl)
     root = Path(blob_root) if blob_root else (
         w_path.parent.parent.parent if w_path.parent.parent.name == "workloads"

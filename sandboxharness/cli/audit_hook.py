@@ -46,3 +46,18 @@ def record(verdict: Verdict, log: Path | None, key: Path | None, attestation: Pa
 
         envelope = audit.make_attestation(verdict, signer, audit=appended)
         write_atomic(attestation, json.dumps(envelope, indent=2))
+
+
+def secret_paths(log: Path | None, key: Path | None) -> list[Path]:
+    """Files the sandbox must hide: the log and its sidecars, signing keys beside them."""
+    import os
+
+    paths: list[Path] = []
+    if log is not None:
+        paths += [log, *log.parent.glob(log.name + ".*"), *log.parent.glob("*.key")]
+    if key is not None:
+        paths.append(key)
+    env_key = os.environ.get("SANDBOXHARNESS_SIGNING_KEY", "")
+    if env_key and not env_key.startswith("PRIVATE+KEY+") and Path(env_key).is_file():
+        paths.append(Path(env_key))
+    return [p.resolve() for p in paths if p.exists()]

@@ -82,7 +82,8 @@ def evaluate(
         observer = (lambda r: render.stage_line(err, r)) if err.is_terminal and not json_out \
             else None
         verdict = evaluate_files(definition, solution, workloads, policy, backend=backend,
-                                 seed=seed, blob_root=blob_root, observer=observer)
+                                 seed=seed, blob_root=blob_root, observer=observer,
+                                 hidden_paths=audit_hook.secret_paths(audit_log, signing_key))
         if trace_out is not None:
             from ..intake import load_workloads
             from ..traces import to_traces

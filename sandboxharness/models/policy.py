@@ -121,6 +121,8 @@ class SanitizerRules(FrozenModel):
 
 class SandboxRules(FrozenModel):
     backend: Literal["auto", "process", "docker"] = "auto"
+    docker_runtime: Literal["runc", "runsc"] = "runc"
+    """OCI runtime for the docker backend; ``runsc`` is gVisor (a user-space kernel)."""
     require: list[str] = Field(default_factory=list)
     """Isolation layers that must be in force (e.g. ``netns``, ``seccomp``, ``docker``)."""
 

@@ -18,13 +18,13 @@ __all__ = ["ExitInfo", "JobPaths", "JobSpec", "Sandbox", "SandboxedProcess", "se
 BACKENDS = ("auto", "process", "docker")
 
 
-def _docker() -> Sandbox:
+def _docker(runtime: str) -> Sandbox:
     """The docker backend, or ``SandboxError`` saying why it is not available here."""
     try:
         from .docker import DockerSandbox
     except ImportError as exc:
         raise SandboxError(f"docker backend not available: {exc}") from None
-    return DockerSandbox()
+    return DockerSandbox(runtime=runtime)
 
 
 def select_backend(name: str, policy: Policy, *,
@@ -43,12 +43,12 @@ def select_backend(name: str, policy: Policy, *,
         raise PolicyError(f"unknown sandbox backend {name!r} (one of {', '.join(BACKENDS)})")
     backend: Sandbox
     if name == "docker":
-        backend = _docker()
+        backend = _docker(policy.sandbox.docker_runtime)
     elif name == "process" or probe.namespaces().ok:
         backend = ProcessSandbox(hidden_paths=hidden_paths)
     else:
         try:
-            backend = _docker()
+            backend = _docker(policy.sandbox.docker_runtime)
         except SandboxError:
             plain = ProcessSandbox(hardened=False, hidden_paths=hidden_paths)
             plain.note(f"auto: no user namespaces ({probe.namespaces().detail}) and no "

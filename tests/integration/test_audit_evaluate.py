@@ -113,3 +113,53 @@ def test_regulated_policy_refuses_the_development_key(audited: dict[str, Path],
     assert proc.returncode == 2
     assert "signing-key" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "log.jsonl").exists()
+
+
+def test_candidate_cannot_read_the_signing_key_or_the_log(audited: dict[str, Path]) -> None:
+    """Attack: a candidate reads the signing key and the audit log by absolute path (both kept
+    inside the repository here, which the worker otherwise sees read-only)."""
+    import shutil
+    import uuid
+
+    keep = REPO / ".pytest_cache" / f"shx-keys-{uuid.uuid4().hex[:8]}"
+    keep.mkdir(parents=True)
+    try:
+        key = keep / "k.key"
+        shutil.copy(audited["key"], key)
+        key.chmod(0o644)  # a careless mode: only hiding the path protects it now
+        log = keep / "audit.jsonl"
+        # the thief only computes the right answer once it holds the key: a leak would promote
+        code = ("def run(x, w, y):\n"
+                f"    if 'PRIVATE+KEY' not in open({str(key)!r}).read():\n"
+                "        raise RuntimeError('signing key not readable')\n"
+                "    try:\n"
+                f"        with open({str(log)!r}, 'a') as fh:\n"
+                "            fh.write('tampered\\n')\n"
+                "    except OSError:\n"
+                "        pass\n"
+                "    y.copy_(x * (x.pow(2).mean(-1, keepdim=True) + 1e-6).rsqrt() * w)\n")
+        sol = keep / "thief.json"
+        sol.write_text(json.dumps({
+            "name": "thief", "definition": "rms_t", "author": "agent-x",
+            "spec": {"language": "python", "target_hardware": ["H100"],
+                     "entry_point": "k.py::run"},
+            "sources": [{"path": "k.py", "content": code}]}))
+        log.write_text("")
+        pol = keep / "nostatic.yaml"  # let the attempt reach the sandbox
+        pol.write_text(audited["pol"].read_text().replace(
+            "  bandit: true\n  semgrep: true\n  ast_rules: true\n",
+            "  bandit: false\n  semgrep: false\n  ast_rules: false\n"))
+        assert "ast_rules: false" in pol.read_text()
+        tiny = REPO / "tests" / "data" / "tiny"
+        proc = sh("evaluate", "--definition", tiny / "rms_t.json", "--workloads",
+                  tiny / "rms_t.jsonl", "--solution", sol, "--policy", pol, "--json",
+                  "--audit-log", log, "--signing-key", key)
+        verdict = json.loads(proc.stdout)
+        assert proc.returncode == 1 and verdict["decision"] == "reject", proc.stderr
+        assert {r["code"] for r in verdict["reasons"]} == {"RUNTIME_ERROR"}
+        assert "signing key not readable" in verdict["reasons"][0]["message"]
+        assert "PRIVATE+KEY" not in proc.stdout
+        assert "tampered" not in log.read_text()
+        assert verify(log, audited["pub"]).returncode == 0  # and the log is intact
+    finally:
+        shutil.rmtree(keep, ignore_errors=True)
