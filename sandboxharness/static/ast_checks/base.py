@@ -1,0 +1,83 @@
+"""What every group of checks shares: the findings list, name lookups and scope-local walks."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Sequence
+
+from ..interface import Finding
+from .names import BUILTIN_NAMES, PythonNames
+from .rules import NAME_RULES, finding
+
+__all__ = ["CheckerBase", "walk_local"]
+
+
+class CheckerBase(ast.NodeVisitor):
+    """The state and helpers each group of checks uses; the groups are combined in
+    :class:`~.analyzer.Checker`."""
+
+    def __init__(self, path: str, names: PythonNames, forbid_torch_compute: bool = False
+                 ) -> None:
+        self.path = path
+        self.names = names
+        self.forbid_torch_compute = forbid_torch_compute
+        self.findings: list[Finding] = []
+        self.bases: set[int] = set()
+        """Nodes used as the object of ``x.attr`` or ``getattr(x, ...)``."""
+
+    def report(self, rule_id: str, node: ast.AST, message: str) -> None:
+        self.findings.append(finding(rule_id, self.path, getattr(node, "lineno", 1), message))
+
+    def check_name(self, dotted: str, node: ast.AST) -> None:
+        for rx, rule_id, what in NAME_RULES:
+            if rx.match(dotted):
+                self.report(rule_id, node, f"{dotted}: {what}")
+                return
+
+    def derived(self, expr: ast.expr) -> str | None:
+        """The module-derived name ``expr`` hangs off (following ``.attr``, ``[i]`` and calls),
+        or a class obtained at run time (``type(x)``, ``x.__class__``); ``None`` otherwise."""
+        node: ast.expr = expr
+        while True:
+            if isinstance(node, ast.Name) and node.id in BUILTIN_NAMES:
+                # an implicit builtin name (often a parameter: ``input``) is no module
+                res = sorted(self.names.bindings.get(node.id, ()))
+                if res:
+                    return res[0]
+            elif isinstance(node, (ast.Name, ast.Attribute)):
+                res = sorted(self.names.resolve(node) - {"builtins.type"})
+                if res:
+                    return res[0]
+            if isinstance(node, ast.Attribute):
+                if node.attr == "__class__":
+                    return "<object>.__class__"
+                node = node.value
+            elif isinstance(node, ast.Subscript):
+                node = node.value
+            elif isinstance(node, ast.Call):
+                if "builtins.type" in self.names.resolve(node.func):
+                    return "type(...)"
+                node = node.func
+            else:
+                return None
+
+    def is_broad(self, expr: ast.expr | None) -> bool:
+        """``expr`` (an ``except`` clause's type) catches ``Exception`` or everything."""
+        if expr is None:
+            return True
+        if isinstance(expr, ast.Tuple):
+            return any(self.is_broad(e) for e in expr.elts)
+        return bool(self.names.resolve(expr) & {"builtins.Exception", "builtins.BaseException"})
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def walk_local(body: Sequence[ast.AST]) -> Iterator[ast.AST]:
+    """Nodes of ``body`` without descending into nested functions or classes."""
+    stack = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, _SCOPES):
+            stack.extend(reversed(list(ast.iter_child_nodes(node))))

@@ -1,0 +1,181 @@
+"""State kept across calls: containers, attributes and defaults that outlive one call.
+
+A kernel that stores inputs or outputs between calls can replay an earlier result instead of
+computing, so every mutation of something that survives the call is reported.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from .base import CheckerBase, walk_local
+
+__all__ = ["StateChecker"]
+
+_CONTAINER_CALLS = re.compile(
+    r"^(builtins\.(dict|list|set|bytearray)|collections\.(defaultdict|OrderedDict|Counter|"
+    r"deque|ChainMap)|weakref\.(WeakValueDictionary|WeakKeyDictionary|WeakSet)|array\.array|"
+    r"queue\.\w+|torch\.(empty|zeros|ones|full|rand|randn|tensor|as_tensor|arange|"
+    r"empty_strided|\w+_like))$")
+_MUTATORS = frozenset({
+    "append", "extend", "insert", "update", "setdefault", "add", "pop", "popitem", "clear",
+    "remove", "discard", "appendleft", "extendleft", "popleft", "rotate", "__setitem__",
+    "__delitem__", "sort", "reverse", "move_to_end", "difference_update",
+    "intersection_update", "symmetric_difference_update", "__ior__", "copy_", "fill_",
+    "zero_", "put_", "index_put_", "scatter_", "set_", "resize_", "__iadd__",
+})
+
+
+@dataclass
+class _Scope:
+    """A module, class or function body on the way down, with the containers it binds."""
+
+    node: ast.AST
+    containers: dict[str, int]
+    is_class: bool = False
+    instance_containers: frozenset[str] = frozenset()
+
+
+class StateChecker:
+    """Containers bound in one scope and mutated from a function that outlives the binding."""
+
+    def __init__(self, checker: CheckerBase) -> None:
+        self.c = checker
+        self.module_defs: set[str] = set()
+
+    def is_container(self, expr: ast.expr | None) -> bool:
+        if isinstance(expr, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp,
+                             ast.SetComp)):
+            return True
+        if isinstance(expr, ast.Call):
+            return any(_CONTAINER_CALLS.match(r) for r in self.c.names.resolve(expr.func))
+        return False
+
+    def containers(self, body: Sequence[ast.AST]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for node in walk_local(body):
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.Assign) and self.is_container(node.value):
+                targets = node.targets
+            elif isinstance(node, ast.AnnAssign) and self.is_container(node.value):
+                targets = [node.target]
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    out[t.id] = t.lineno
+        return out
+
+    def run(self, tree: ast.Module) -> None:
+        self.module_defs = {n.name for n in tree.body
+                            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                              ast.ClassDef))}
+        self.walk(tree, [_Scope(tree, self.containers(tree.body))])
+
+    def walk(self, node: ast.AST, stack: list[_Scope]) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                self.check_function(child, stack)
+                body = child.body if isinstance(child.body, list) else [child.body]
+                self.walk(child, [*stack, _Scope(child, self.containers(body))])
+            elif isinstance(child, ast.ClassDef):
+                inst = {t.attr for m in child.body
+                        if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+                        for n in walk_local(m.body) if isinstance(n, ast.Assign)
+                        and self.is_container(n.value)
+                        for t in n.targets if isinstance(t, ast.Attribute)
+                        and isinstance(t.value, ast.Name) and t.value.id == "self"}
+                self.walk(child, [*stack, _Scope(child, self.containers(child.body), True,
+                                                 frozenset(inst))])
+            else:
+                self.walk(child, stack)
+
+    def check_function(self, fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
+                       stack: list[_Scope]) -> None:
+        body: list[ast.AST] = list(fn.body) if isinstance(fn.body, list) else [fn.body]
+        a = fn.args
+        params = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
+        params |= {x.arg for x in (a.vararg, a.kwarg) if x is not None}
+        pos = a.posonlyargs + a.args
+        mutable_defaults = {arg.arg for arg, d in zip(pos[len(pos) - len(a.defaults):],
+                                                      a.defaults, strict=True)
+                            if self.is_container(d)}
+        mutable_defaults |= {arg.arg for arg, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)
+                             if d is not None and self.is_container(d)}
+        declared = {n for s in walk_local(body) if isinstance(s, (ast.Global, ast.Nonlocal))
+                    for n in s.names}
+        local = (params | _bound_names(body)) - declared
+        cls = next((s for s in reversed(stack) if s.is_class), None)
+        in_method = bool(stack) and stack[-1].is_class
+        fname = getattr(fn, "name", "<lambda>")
+        for target, node in _mutations(body):
+            if isinstance(target, ast.Name):
+                n = target.id
+                if n in local:
+                    if n in mutable_defaults:
+                        self.c.report("ast.global-state", node, f"mutates default argument "
+                                      f"{n!r}: a mutable default persists across calls")
+                    continue
+                for scope in reversed(stack):
+                    if not scope.is_class and n in scope.containers:
+                        where = "module-level" if isinstance(scope.node, ast.Module) else \
+                            "enclosing"
+                        self.c.report("ast.global-state", node, f"mutates {where} container "
+                                      f"{n!r} (line {scope.containers[n]}): persists across "
+                                      "calls")
+                        break
+            elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+                b, attr = target.value.id, target.attr
+                if (in_method and cls is not None and b in ("self", "cls")
+                        and fname != "__init__"
+                        and (attr in cls.containers or attr in cls.instance_containers)):
+                    self.c.report("ast.global-state", node, f"mutates container {b}.{attr} "
+                                  "kept on the object across calls")
+                elif b in self.module_defs and b not in local:
+                    self.c.report("ast.global-state", node, f"mutates {b}.{attr}: state "
+                                  "stored on a module-level function or class")
+        for node in walk_local(body):
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    if (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+                            and t.value.id in self.module_defs and t.value.id not in local):
+                        self.c.report("ast.global-state", node, f"sets {t.value.id}.{t.attr}:"
+                                      " state stored on a module-level function or class")
+
+
+def _bound_names(body: Sequence[ast.AST]) -> set[str]:
+    out: set[str] = set()
+    for node in walk_local(body):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            out.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            out.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            out.add(node.name)
+    return out
+
+
+def _mutations(body: Sequence[ast.AST]) -> Iterator[tuple[ast.expr, ast.AST]]:
+    """(mutated container expression, statement or call) pairs in ``body``."""
+    for node in walk_local(body):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = (node.targets if isinstance(node, (ast.Assign, ast.Delete))
+                       else [node.target])
+            for t in targets:
+                for sub in ast.walk(t):
+                    if isinstance(sub, ast.Subscript):
+                        yield sub.value, node
+            if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Attribute):
+                yield node.target, node
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr in _MUTATORS):
+            target = node.func.value
+            while isinstance(target, ast.Subscript):  # cache[key].append(...)
+                target = target.value
+            yield target, node
