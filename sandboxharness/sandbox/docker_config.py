@@ -49,7 +49,7 @@ class ContainerSettings:
     shm_mb: int = 64
     out_quota_mb: int = 4096
     """Bytes the job may leave in its out dir (all results together), enforced by a watchdog."""
-    out_max_entries: int = 10_000
+    out_max_entries: int = 2_000
 
     def job_user(self) -> tuple[int, int]:
         if self.user is not None:
@@ -161,7 +161,9 @@ def create_args(job: JobSpec, *, image_id: str, runtime: str, seccomp: str,
         ulimit_type(name="nproc", soft=lim.max_processes, hard=lim.max_processes),
         ulimit_type(name="cpu", soft=lim.cpu_time_s, hard=lim.cpu_time_s),
     ]
-    tmp_opts = f"rw,exec,nosuid,nodev,size={settings.tmpfs_mb}m,mode=0700,uid={uid},gid={gid}"
+    # nr_inodes: a file-count bomb runs out of inodes here, as in the process backend
+    tmp_opts = (f"rw,exec,nosuid,nodev,size={settings.tmpfs_mb}m,nr_inodes=32768,mode=0700,"
+                f"uid={uid},gid={gid}")
     host = {
         "network_mode": "none",
         "read_only": True,
@@ -179,7 +181,7 @@ def create_args(job: JobSpec, *, image_id: str, runtime: str, seccomp: str,
         "runtime": runtime,
         "shm_size": settings.shm_mb * MB,
         # the container's own /tmp: a private tmpfs, not the host's
-        "tmpfs": {p.tmp: tmp_opts, "/tmp": "rw,noexec,nosuid,nodev,size=64m,mode=1777"},  # noqa: S108
+        "tmpfs": {p.tmp: tmp_opts, "/tmp": "rw,noexec,nosuid,nodev,size=64m,nr_inodes=4096,mode=1777"},  # noqa: S108
         "mounts": [
             mount_type(target=p.src, source=str(job.src_dir), type="bind", read_only=True),
             mount_type(target=p.data, source=str(job.data_dir), type="bind", read_only=True),

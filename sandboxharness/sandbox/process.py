@@ -206,7 +206,7 @@ class ProcessSandbox(Sandbox):
 
     def __init__(self, *, hardened: bool | None = None, hidden_paths: Sequence[str | Path] = (),
                  use_seccomp: bool = True, use_cgroups: bool = True,
-                 out_quota_mb: int = 4096, out_max_entries: int = 10_000) -> None:
+                 out_quota_mb: int = 4096, out_max_entries: int = 2_000) -> None:
         from .._internal import probe
 
         self._notes: list[str] = []

@@ -51,6 +51,10 @@ class WorkerSession:
         if info.limit_hit:
             return KernelFault(ReasonCode.RESOURCE_LIMIT,
                                f"killed by the {info.limit_hit} limit during {what}")
+        if info.returncode == -31:  # SIGSYS: the seccomp filter killed it on a forbidden call
+            return KernelFault(ReasonCode.WORKER_PROTOCOL,
+                               f"worker killed by the seccomp filter (SIGSYS: a forbidden system "
+                               f"call) during {what}{detail}")
         if info.returncode is not None and info.returncode < 0:
             return KernelFault(ReasonCode.WORKER_PROTOCOL,
                                f"worker killed by signal {-info.returncode} during {what}{detail}")
