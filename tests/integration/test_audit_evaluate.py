@@ -163,3 +163,32 @@ def test_candidate_cannot_read_the_signing_key_or_the_log(audited: dict[str, Pat
         assert verify(log, audited["pub"]).returncode == 0  # and the log is intact
     finally:
         shutil.rmtree(keep, ignore_errors=True)
+
+
+def test_reordered_records_are_detected(audited: dict[str, Path], tmp_path: Path) -> None:
+    log = copy_log(audited["log"], tmp_path / "c")
+    lines = log.read_text().splitlines(keepends=True)
+    log.write_text(lines[1] + lines[0])
+    assert verify(log, audited["pub"]).returncode == 1
+
+
+def test_inserted_copy_of_a_record_is_detected(audited: dict[str, Path], tmp_path: Path) -> None:
+    log = copy_log(audited["log"], tmp_path / "c")
+    lines = log.read_text().splitlines(keepends=True)
+    log.write_text(lines[0] + lines[0] + lines[1])
+    assert verify(log, audited["pub"]).returncode == 1
+
+
+def test_rollback_to_an_earlier_copy_is_detected(audited: dict[str, Path],
+                                                 tmp_path: Path) -> None:
+    """Restore the log and its checkpoints as they were after the first evaluation."""
+    saved = tmp_path / "trusted.checkpoint"
+    assert verify(audited["log"], audited["pub"], "--save-checkpoint", saved).returncode == 0
+    old = copy_log(audited["log"], tmp_path / "old")
+    old.write_text(old.read_text().splitlines(keepends=True)[0])
+    cps = old.with_name(old.name + ".checkpoints")
+    cps.write_text(cps.read_text().split("\n\n")[0] + "\n\n")
+    for side in old.parent.glob(old.name + ".state"):
+        side.unlink()
+    assert verify(old, audited["pub"]).returncode == 0  # self-consistent on its own...
+    assert verify(old, audited["pub"], "--trusted-checkpoint", saved).returncode == 1  # ...not vs trust

@@ -47,3 +47,10 @@ def test_examples_command_matches_every_expectation() -> None:
     rows = json.loads(proc.stdout)
     assert proc.returncode == 0, [r for r in rows if not r["ok"]]
     assert len(rows) == len(EXAMPLES) and all(r["ok"] for r in rows)
+
+
+def test_generated_corpus_is_up_to_date() -> None:
+    """kernels/*.json are generated from kernels/src: a hand edit to either side shows here."""
+    proc = subprocess.run([sys.executable, str(KERNELS / "build_corpus.py"), "--check"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
