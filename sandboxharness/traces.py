@@ -46,17 +46,12 @@ def to_traces(verdict: Verdict, workloads: list[WorkloadTrace]) -> list[Trace]:
             outs = [o for t in case["trials"] for o in t.get("outputs", {}).values()]
             correctness = Correctness(max_absolute_error=max((o["max_abs"] for o in outs), default=0),
                                       max_relative_error=max((o["max_rel"] for o in outs), default=0))
-        perf = perf_by.get(case["workload"])
-        if status == "PASSED" and perf is not None:
+        perf = perf_by.get(case["workload"], {})
+        if status == "PASSED":  # FIB: a PASSED evaluation always carries performance
             performance = Performance(
-                latency_ms=perf["candidate"]["median_ms"],
+                latency_ms=perf.get("candidate", {}).get("median_ms", 0.0),
                 reference_latency_ms=perf.get("reference", {}).get("median_ms", 0.0),
                 speedup_factor=perf.get("speedup", 0.0))
-        elif status == "PASSED":
-            status = "RUNTIME_ERROR" if verdict.decision == "reject" else status
-            performance = Performance() if status == "PASSED" else None
-        if status not in ("PASSED", "INCORRECT_NUMERICAL"):
-            correctness = None
         traces.append(Trace(definition=verdict.definition.name, workload=wl.workload,
                             solution=verdict.candidate.name, evaluation=Evaluation(
                                 status=status, environment=env, timestamp=verdict.finished_at,

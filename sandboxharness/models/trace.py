@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ._base import FrozenModel
 from .workload import Workload
@@ -39,6 +39,16 @@ class Evaluation(FrozenModel):
     log: str = ""
     correctness: Correctness | None = None
     performance: Performance | None = None
+
+    @model_validator(mode="after")
+    def _status_matches_metrics(self) -> Evaluation:
+        """FlashInfer-Bench's rule: PASSED has both, INCORRECT_NUMERICAL only correctness."""
+        want_corr = self.status in ("PASSED", "INCORRECT_NUMERICAL")
+        want_perf = self.status == "PASSED"
+        if (self.correctness is not None) != want_corr or (
+                self.performance is not None) != want_perf:
+            raise ValueError(f"status {self.status} does not match the metrics present")
+        return self
 
 
 class Trace(FrozenModel):

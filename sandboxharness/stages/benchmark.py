@@ -10,7 +10,7 @@ from typing import Any
 from ..models import Definition, Policy
 from ..models.verdict import Reason, ReasonCode, Stage
 from .correctness import judge_call
-from .execute import RoleRun
+from .execute import CallResult, RoleRun
 
 # A timed call cannot take less than this share of the host-measured span of the timed batch,
 # less a fixed allowance for the round trip; anything below means the clock was lied to.
@@ -50,8 +50,6 @@ def judge(definition: Definition, policy: Policy, cand: RoleRun, ref: RoleRun, c
             ref_call = ref_calls.get((bench.case.id, 1000 + idx))
             if ref_call is None or ref_call.error is not None:
                 continue
-            from .execute import CallResult
-
             cand_call = CallResult(bench.case, 1000 + idx, bench.seeds[idx], file=fname,
                                    reply={"n_outputs": len(bench.case.payload["outputs"])})
             code, msg, _ = judge_call(definition, policy, cand_call, cand_dir, ref_call, ref_dir,

@@ -62,6 +62,19 @@ def test_wrong_result_is_incorrect_numerical(ev) -> None:
     assert v.stage("benchmark").status == "skipped"
 
 
+def test_rejected_verdict_exports_fib_traces(ev, tiny_wl_path) -> None:
+    from sandboxharness.traces import to_traces
+
+    wl = load_workloads(tiny_wl_path)
+    wrong = to_traces(ev(TORCH_RMS.replace(") * w", ")"), dps=False, language="python"), wl)
+    assert {t.evaluation.status for t in wrong} == {"INCORRECT_NUMERICAL"}
+    assert all(t.evaluation.correctness and t.evaluation.performance is None for t in wrong)
+    crash = to_traces(ev("def run(x, w, y):\n    raise ValueError('boom')\n"), wl)
+    assert {t.evaluation.status for t in crash} == {"RUNTIME_ERROR"}
+    assert all(t.evaluation.correctness is None for t in crash)
+    assert "boom" in crash[0].evaluation.log
+
+
 def test_unwritten_destination_is_nonfinite(ev) -> None:
     v = ev("def run(x, w, y):\n    pass\n")
     assert codes(v) == {"NONFINITE_OUTPUT"}

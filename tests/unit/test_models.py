@@ -169,3 +169,18 @@ def test_source_paths_never_escape(path: str) -> None:
         return
     p = s.sources[0].path
     assert not p.startswith("/") and ".." not in p.split("/") and "\x00" not in p
+
+
+def test_trace_evaluation_rejects_impossible_states() -> None:
+    from pydantic import ValidationError
+
+    from sandboxharness.models.trace import Correctness, Evaluation, Performance, TraceEnvironment
+
+    env = TraceEnvironment(hardware="cpu")
+    Evaluation(status="PASSED", environment=env, timestamp="t", correctness=Correctness(),
+               performance=Performance())
+    with pytest.raises(ValidationError):
+        Evaluation(status="PASSED", environment=env, timestamp="t", correctness=Correctness())
+    with pytest.raises(ValidationError):
+        Evaluation(status="RUNTIME_ERROR", environment=env, timestamp="t",
+                   correctness=Correctness())
