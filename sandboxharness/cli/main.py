@@ -78,7 +78,7 @@ def evaluate(
     from . import audit_hook, render
 
     try:
-        audit_hook.precheck(audit_log, signing_key, attestation, policy)
+        signer = audit_hook.precheck(audit_log, signing_key, attestation, policy)
         observer = (lambda r: render.stage_line(err, r)) if err.is_terminal and not json_out \
             else None
         verdict = evaluate_files(definition, solution, workloads, policy, backend=backend,
@@ -97,7 +97,7 @@ def evaluate(
             lines = [t.model_dump_json(exclude_none=False) for t in
                      to_traces(verdict, load_workloads(wl_path))]
             write_atomic(trace_out, "".join(line + "\n" for line in lines))
-        audit_hook.record(verdict, audit_log, signing_key, attestation, policy)
+        audit_hook.record(verdict, audit_log, attestation, signer)
     except Exception as exc:  # noqa: BLE001  every failure becomes one line + exit code
         fail(exc)
     if json_out:

@@ -192,3 +192,18 @@ def test_rollback_to_an_earlier_copy_is_detected(audited: dict[str, Path],
         side.unlink()
     assert verify(old, audited["pub"]).returncode == 0  # self-consistent on its own...
     assert verify(old, audited["pub"], "--trusted-checkpoint", saved).returncode == 1  # ...not vs trust
+
+
+def test_bad_signing_key_is_one_error_line_and_writes_nothing(audited: dict[str, Path],
+                                                               tmp_path: Path) -> None:
+    bad = tmp_path / "bad.key"
+    bad.write_text("not a key\n")
+    bad.chmod(0o600)
+    log = tmp_path / "log.jsonl"
+    tiny = REPO / "tests" / "data" / "tiny"
+    proc = sh("evaluate", "--json", "--definition", tiny / "rms_t.json", "--workloads",
+              tiny / "rms_t.jsonl", "--solution", audited["root"] / "honest.json",
+              "--audit-log", log, "--signing-key", bad)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "bad.key" in proc.stderr and "Traceback" not in proc.stderr
+    assert not log.exists() and proc.stdout == ""  # refused before any verdict existed
