@@ -15,12 +15,15 @@ pipeline and the process sandbox:
      FlashInfer-Bench's timing function, in one process, with ratios and dispersion;
   D. harness overhead per stage (wall time per candidate minus GPU busy time);
   E. pytest tests/gpu (marked gpu), when time is left.
-Static analysis is OFF in every policy here (bandit/semgrep are not installed on the device).
+Static analysis is OFF in the GPU-stage policies (what is judged there is the run-time
+evidence); the red-team cases run with the default policy's analysers (bandit, semgrep, our
+AST rules) when bandit and semgrep are installed (carried to the device), else with them off.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -39,6 +42,23 @@ sys.path.insert(0, str(REPO))
 K = REPO / "kernels"
 G = K / "gpu"
 T0 = time.monotonic()
+
+
+def _missing_analysers() -> bool:
+    from sandboxharness._internal.proc import ToolError, find_executable
+
+    try:
+        find_executable("bandit"), find_executable("semgrep")
+    except ToolError:
+        return True
+    return False
+
+
+NO_ANALYSERS = _missing_analysers()
+"""True when the analysers are missing (then the red team runs with static analysis off)."""
+DEFAULT_DENY = ["subprocess", "socket", "ctypes", "cffi", "multiprocessing", "threading",
+                "concurrent", "asyncio", "importlib", "pickle", "marshal", "shutil", "urllib",
+                "http", "requests", "pty", "signal", "gc", "inspect", "builtins", "code", "sys"]
 
 
 def log(msg: str) -> None:
@@ -182,9 +202,15 @@ def redteam_tasks() -> list[dict[str, Any]]:
         if not c.get("needs_gpu"):
             continue
         exp = "|".join([c["expected"], *c.get("also_acceptable", [])])
-        if c["id"] == "side_stream":  # static is off here: the stage must count the time
+        if NO_ANALYSERS and c["id"] == "side_stream":  # without static the stage counts the time
             exp = "promote"
         pol = policy_dict("gpu-redteam", sanitizer={"tools": ["memcheck"]})
+        if not NO_ANALYSERS:
+            pol["description"] = "gpu_validate red team: the default policy's analysers"
+            pol["static"] = {"bandit": True, "semgrep": True, "ast_rules": True,
+                             "fail_on": "medium"}
+            pol["imports"] = {"deny": DEFAULT_DENY}
+            pol["forbid_baseline_library"] = True
         for k, v in (c.get("policy") or {}).items():
             pol[k] = {**pol[k], **v} if isinstance(v, dict) and isinstance(pol.get(k), dict) else v
         tasks.append({"label": f"redteam/{c['id']}", "group": "redteam", "expected": exp,
@@ -204,6 +230,8 @@ def gpu_tasks(kinds: set[str], policy: dict[str, Any]) -> list[dict[str, Any]]:
         pol = json.loads(json.dumps(policy))
         if d == "gemm_n4096_k4096":  # fp16, K = 4096: per-element error ~ 2^-11 * |C|
             pol["correctness"]["dtype_tolerance"] = {"float16": {"atol": 1e-1, "rtol": 2e-2}}
+        if c["expected"] == "TIMEOUT":  # hangs only under the sanitizer: do not wait long
+            pol["sanitizer"] = {**pol["sanitizer"], "tools": ["memcheck"], "timeout_s": 45}
         tasks.append({"label": c["id"], "group": c["kind"], "expected": c["expected"],
                       "finding_expected": c.get("note") if c["kind"] == "planted" else None,
                       "definition": str(G / "definitions" / f"{d}.json"),
@@ -275,8 +303,8 @@ def _load_callable(label: str, dname: str) -> tuple[Any, Any]:
     return defn, getattr(mod, sol.spec.entry_function)
 
 
-def _time_one(label: str, dname: str, axes: dict[str, int], timer: Any, fib_bench: Any,
-              stage_ms: float | None) -> dict[str, Any]:
+def _time_one(label: str, dname: str, axes: dict[str, int], timers: dict[str, Any],
+              fib_bench: Any, stage_ms: float | None) -> dict[str, Any]:
     import torch
     import triton.testing
 
@@ -290,12 +318,21 @@ def _time_one(label: str, dname: str, axes: dict[str, int], timer: Any, fib_benc
     for _ in range(5):
         fn(*sets[0], *outs)
     torch.cuda.synchronize()
-    ours = []
-    for args in sets[10:]:  # the stage's method: fresh inputs and outputs every call
-        o = make_outputs(payload, "cuda")
-        ours.append(timer.time_call(lambda a=args, o=o: fn(*a, *o))[1] * 1e3)
-    q = statistics.quantiles(ours, n=4)
-    med = statistics.median(ours)
+    row: dict[str, Any] = {"kernel": label, "axes": axes, "stage_ms": stage_ms}
+    for name, timer in timers.items():  # the stage's method: fresh inputs and outputs per call
+        fresh = [(args, make_outputs(payload, "cuda")) for args in sets[10:]]
+        calls = [lambda a=a, o=o: fn(*a, *o) for a, o in fresh]
+        _, times, info = timer.time_calls(calls)
+        ms = [t * 1e3 for t in times]
+        q = statistics.quantiles(ms, n=4)
+        med = statistics.median(ms)
+        row[f"{name}_ms"] = med
+        row[f"{name}_dispersion"] = (q[2] - q[0]) / med
+        row[f"{name}_stream_ms"] = statistics.median(info["stream_s"]) * 1e3
+        row[f"{name}_method"] = info["method"]
+        row[f"{name}_other_longer"] = info["other_streams_longer"]
+        if "cupti_error" in info:
+            row[f"{name}_cupti_error"] = info["cupti_error"]
     db = triton.testing.do_bench(lambda: fn(*sets[0], *outs), warmup=25, rep=100,
                                  return_mode="median")
     fib = None
@@ -303,32 +340,48 @@ def _time_one(label: str, dname: str, axes: dict[str, int], timer: Any, fib_benc
         fib = fib_bench(lambda a: fn(*a, *outs), warmup=10, rep=50,
                         setup=lambda: [t.clone() if isinstance(t, torch.Tensor) else t
                                        for t in sets[1]], return_mode="median")
-    return {"kernel": label, "axes": axes, "ours_ms": med, "ours_dispersion": (q[2] - q[0]) / med,
-            "do_bench_ms": db, "fib_ms": fib, "stage_ms": stage_ms,
-            "ours_over_do_bench": med / db, "ours_over_fib": med / fib if fib else None}
+    med = row["ours_ms"]
+    row.update(do_bench_ms=db, fib_ms=fib, ours_over_do_bench=med / db,
+               ours_over_fib=med / fib if fib else None,
+               fallback_over_do_bench=row["fallback_ms"] / db if "fallback_ms" in row else None)
+    return row
+
+
+TIMED = [("rmsnorm_h4096/triton_honest", "rmsnorm_h4096", {"batch_size": 8804}),
+         ("rmsnorm_h4096/triton_honest", "rmsnorm_h4096", {"batch_size": 170}),
+         ("axpy_f32/triton_honest", "axpy_f32", {"n": 1048573}),
+         ("axpy_f32/cuda_tvmffi_honest", "axpy_f32", {"n": 1048573}),
+         ("axpy_f32/cuda_torch_honest", "axpy_f32", {"n": 1048573}),
+         ("gemm_n4096_k4096/example_agent_solution", "gemm_n4096_k4096", {"M": 2053}),
+         ("gemm_n4096_k4096/example_agent_solution", "gemm_n4096_k4096", {"M": 256}),
+         ("rmsnorm_h4096/trick_side_stream", "rmsnorm_h4096", {"batch_size": 8804})]
+"""Honest kernels (ours must match do_bench), and the side-stream trick (ours must not)."""
 
 
 def timing_comparison(stage_medians: dict[str, float]) -> list[dict[str, Any]]:
-    from sandboxharness.worker.gpu import GpuTimer
+    from sandboxharness.worker.gpu import NO_CUPTI_ENV, GpuTimer
 
     fib_bench, fib_note = _fib_do_bench()
     log(f"FIB timing: {fib_note}")
-    timer = GpuTimer()
+    ours = GpuTimer()  # CUPTI when it loads (the stage's choice), else the floor
+    ours.time_calls([lambda: None])
+    os.environ[NO_CUPTI_ENV] = "1"
+    fallback = GpuTimer()  # always the no-CUPTI method, side by side
+    fallback.time_calls([lambda: None])
+    del os.environ[NO_CUPTI_ENV]
+    log(f"timer: {ours.method} ({ours.trace_error or 'no error'}); fallback: {fallback.method}")
     rows = []
-    items = [("rmsnorm_h4096/triton_honest", "rmsnorm_h4096", {"batch_size": 8804}),
-             ("axpy_f32/triton_honest", "axpy_f32", {"n": 1048573}),
-             ("axpy_f32/cuda_tvmffi_honest", "axpy_f32", {"n": 1048573}),
-             ("gemm_n4096_k4096/example_agent_solution", "gemm_n4096_k4096", {"M": 2053})]
-    for label, dname, axes in items:
+    for label, dname, axes in TIMED:
         if time.monotonic() - T0 > BUDGET - 60:
             rows.append({"kernel": label, "skipped": "time budget"})
             continue
         try:
-            row = _time_one(label, dname, axes, timer, fib_bench,
+            row = _time_one(label, dname, axes, {"ours": ours, "fallback": fallback}, fib_bench,
                             stage_medians.get(f"{label}|{json.dumps(axes)}"))
             row["fib_note"] = fib_note
             rows.append(row)
-            log(f"timing {label}: ours {row['ours_ms']:.4f} ms, do_bench "
+            log(f"timing {label} {axes}: ours {row['ours_ms']:.4f} ms (stream "
+                f"{row['ours_stream_ms']:.4f}), fallback {row['fallback_ms']:.4f}, do_bench "
                 f"{row['do_bench_ms']:.4f} ms, fib {fmt(row['fib_ms'])} ms")
         except Exception as exc:  # noqa: BLE001
             rows.append({"kernel": label, "error": f"{type(exc).__name__}: {exc}"[:300]})
@@ -391,8 +444,11 @@ def markdown(env: dict[str, Any], results: list[dict[str, Any]], timing: list[di
              overhead: list[dict[str, Any]], tests: str, ceil: dict[str, Any] | None) -> str:
     L = ["# GPU validation (benchmarks/gpu_validate.py)", ""]
     L += [f"- {k}: {v}" for k, v in env.items()]
-    L += ["- policy: static analysers OFF (bandit/semgrep not installed on the device); "
-          "everything else real: process sandbox, compute-sanitizer, CUDA events", ""]
+    L += ["- policies: static analysers OFF for the GPU-stage cases; red team: "
+          + ("analysers OFF (bandit/semgrep missing)" if NO_ANALYSERS else
+             "the default policy's analysers (bandit, semgrep, AST rules) and import denials")
+          + "; everything else real: process sandbox, compute-sanitizer, CUDA events/CUPTI",
+          ""]
     if ceil:
         L += [f"Ceilings measured here: copy {ceil['copy_bandwidth_Bps'] / 1e12:.2f} TB/s, "
               f"bf16 matmul {ceil['bf16_matmul_flops'] / 1e12:.0f} TFLOP/s, empty-call timer "
@@ -409,7 +465,8 @@ def markdown(env: dict[str, Any], results: list[dict[str, Any]], timing: list[di
                           for f in d["findings"][:2])
         L.append(f"| {r['label']} | {r['group']} | {r['expected']} | {got} | "
                  f"{'yes' if ok else 'NO'} | {fmt(r.get('wall_s'), 3)} | {finds[:300] or '-'} |")
-    L += ["", "## Timed workloads (stage: CUDA events, cold L2, fresh inputs, device-wide sync)",
+    L += ["", "## Timed workloads (stage: do_bench-style CUDA events, cold L2, fresh inputs, "
+          "every stream counted)",
           "", "| case | axes | median ms | disp. | ref ms | x ref | x flashinfer | repeats | "
           "%SOL | bound |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in results:
@@ -421,16 +478,26 @@ def markdown(env: dict[str, Any], results: list[dict[str, Any]], timing: list[di
                          f"{fmt(b['speedup_vs_flashinfer'], 3)} | "
                          f"{[round(x, 2) for x in b['repeats_speedup'] or [] if x]} | "
                          f"{fmt(b['pct_sol'], 3)} | {b['bound'] or '-'} |")
-    L += ["", "## Same kernels: our method vs triton.testing.do_bench vs FlashInfer-Bench", "",
-          "| kernel | axes | ours ms | disp. | do_bench ms | FIB ms | ours/do_bench | ours/FIB |",
-          "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    L += ["", "## Same kernels, one process: our method vs triton.testing.do_bench vs "
+          "FlashInfer-Bench", "",
+          f"ours = {next((t['ours_method'] for t in timing if 'ours_method' in t), '-')}; "
+          "stream = the same calls' events on the timed stream only; fallback = "
+          f"{next((t['fallback_method'] for t in timing if 'fallback_method' in t), '-')}. "
+          "Medians over 50 calls with fresh inputs; do_bench and FIB: median, their own "
+          "defaults (one input set).", "",
+          "| kernel | axes | ours ms | disp. | stream ms | fallback ms | do_bench ms | FIB ms "
+          "| ours/do_bench | fallback/do_bench | ours/FIB |",
+          "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for t in timing:
         if "ours_ms" not in t:
-            L.append(f"| {t['kernel']} | - | {t.get('error') or t.get('skipped')} | | | | | |")
+            L.append(f"| {t['kernel']} | - | {t.get('error') or t.get('skipped')} "
+                     "| | | | | | | | |")
             continue
         L.append(f"| {t['kernel']} | {t['axes']} | {fmt(t['ours_ms'])} | "
-                 f"{fmt(t['ours_dispersion'], 2)} | {fmt(t['do_bench_ms'])} | {fmt(t['fib_ms'])} | "
-                 f"{fmt(t['ours_over_do_bench'], 3)} | {fmt(t['ours_over_fib'], 3)} |")
+                 f"{fmt(t['ours_dispersion'], 2)} | {fmt(t['ours_stream_ms'])} | "
+                 f"{fmt(t['fallback_ms'])} | {fmt(t['do_bench_ms'])} | {fmt(t['fib_ms'])} | "
+                 f"{fmt(t['ours_over_do_bench'], 3)} | {fmt(t['fallback_over_do_bench'], 3)} | "
+                 f"{fmt(t['ours_over_fib'], 3)} |")
     L += ["", "## Harness overhead per candidate (sequential group: alone on the GPU)", "",
           "| case | wall s | GPU busy s | overhead s | compile | correctness | sanitizer | "
           "benchmark |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -471,6 +538,8 @@ def main() -> None:
     ap.add_argument("--skip", default="", help="comma list of sections to skip: A,B,C,E")
     ap.add_argument("--skip-seq", default="", help="comma list of section-B labels to skip")
     ap.add_argument("--tests", default="", help="pytest -k expression for section E")
+    ap.add_argument("--groups", default="", help="comma list: only these section-A groups "
+                    "(examples, planted, redteam)")
     args = ap.parse_args()
     BUDGET = args.budget_s
     skip = set(filter(None, args.skip.split(",")))
@@ -501,11 +570,13 @@ def main() -> None:
                + gpu_tasks({"fib-sample"}, seq_policy))
         if args.skip_seq:  # already evaluated in an earlier call of this session
             seq = [t for t in seq if t["label"] not in args.skip_seq.split(",")]
-        gate = [dict(t, label=t["label"] + " (gate)", group="gate", expected="report")
-                for t in gpu_tasks({"honest"}, gate_policy) if "rmsnorm" in t["label"]]
-        seq += gate
+        if importlib.util.find_spec("flashinfer") is not None:  # the gate's baseline
+            seq += [dict(t, label=t["label"] + " (gate)", group="gate", expected="report")
+                    for t in gpu_tasks({"honest"}, gate_policy) if "rmsnorm" in t["label"]]
     env = environment()
     log(f"environment: {json.dumps(env)}")
+    if args.groups:
+        par = [t for t in par if t["group"] in args.groups.split(",")]
     results += [t for t in par if "skip" in t]
     par = [t for t in par if "skip" not in t]
     if "A" not in skip and par:

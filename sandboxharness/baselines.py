@@ -177,7 +177,9 @@ def extend_benchmark(sandbox: Sandbox, definition: Definition, policy: Policy, c
         entry["roofline"] = roofline.position(definition, bench.case.axes, bench.case.payload,
                                               med_ms, ceil)
     details["ceilings"] = ceil
-    details["timing"] = ("per call: outputs poisoned, L2 flushed (2x L2 written), "
-                         "synchronize, start event, call, device-wide synchronize, end event; "
-                         "inputs prepared per call at addresses the candidate never saw")
+    details["timing"] = ("per call (as triton.testing.do_bench): L2 flushed (max(2x L2, 256 MB) "
+                         "written), start event, call, end event on the current stream; then a "
+                         "device-wide sync, and the time is raised to the span of the work on "
+                         "every stream (CUPTI, or the sync floor without it); outputs poisoned "
+                         "and inputs at addresses the candidate never saw, fresh per call")
     return reasons, details

@@ -63,6 +63,8 @@ def judge(definition: Definition, policy: Policy, cand: RoleRun, ref: RoleRun, c
         entry: dict[str, Any] = {"workload": bench.case.workload, "axes": bench.case.axes,
                                  "candidate": cs, "host_elapsed_ms": bench.host_elapsed_s * 1e3,
                                  "sampled_checks": sorted(bench.sampled)}
+        if bench.clock:
+            entry["clock"] = bench.clock
         rb = ref_bench.get(bench.case.id)
         if rb is not None and rb.times_s:
             rs = summarize(rb.times_s)
@@ -79,7 +81,8 @@ def judge(definition: Definition, policy: Policy, cand: RoleRun, ref: RoleRun, c
     geo = math.exp(statistics.fmean(math.log(s) for s in speedups)) if speedups else None
     details: dict[str, Any] = {
         "clock": "wall-clock (CPU): not comparable with GPU timings" if device == "cpu"
-        else "CUDA events + device-wide sync",
+        else next((b.clock["method"] for b in cand.benches if b.clock.get("method")),
+                  "cuda-events"),
         "baseline": "reference", "workloads": per_workload, "speedup_geomean": geo,
     }
     promo = policy.promotion

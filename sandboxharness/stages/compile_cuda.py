@@ -51,7 +51,22 @@ def gpu_env() -> dict[str, str]:
         dirs.append(str(Path(home) / "bin"))
         env["CUDA_HOME"] = home
     env["PATH"] = ":".join([*dirs, BASE_PATH])
+    lib = cupti_lib_dir()
+    if lib:  # cupti-python dlopens plain "libcupti.so"; without it the timer falls back
+        env["LD_LIBRARY_PATH"] = lib
     return env
+
+
+@lru_cache(maxsize=1)
+def cupti_lib_dir() -> str | None:
+    """A directory holding an unversioned ``libcupti.so`` (what cupti-python loads):
+    ``SHX_CUPTI_LIB_DIR``, else the toolkit's ``extras/CUPTI/lib64``, else None."""
+    home = cuda_home()
+    for cand in (os.environ.get("SHX_CUPTI_LIB_DIR"),
+                 str(Path(home) / "extras" / "CUPTI" / "lib64") if home else None):
+        if cand and Path(cand, "libcupti.so").exists():
+            return str(Path(cand).resolve())
+    return None
 
 
 def read_capped(path: Path, cap: int = MAX_LOG_BYTES) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,8 @@ class BenchResult:
     times_s: list[float] = field(default_factory=list)
     host_elapsed_s: float = 0.0
     sampled: dict[int, Path] = field(default_factory=dict)
+    clock: dict[str, Any] = field(default_factory=dict)
+    """How the worker says it timed (GPU): informational, never trusted for a decision."""
 
 
 @dataclass
@@ -122,6 +125,24 @@ def _calls(session: WorkerSession, run: RoleRun, plan: Plan, out_dir: str) -> No
             _call(session, run, case, 1000 + idx, seeds[idx], out_dir, timeout)
 
 
+def _clock_info(raw: Any) -> dict[str, Any]:
+    """The worker's account of its timing method, kept to known keys and plain values."""
+    if not isinstance(raw, dict):
+        return {}
+    out: dict[str, Any] = {}
+    for key in ("method", "cupti_error"):
+        if isinstance(raw.get(key), str):
+            out[key] = raw[key][:300]
+    for key in ("other_streams_longer", "flush_bytes", "sync_floor_s", "floor_jitter_s"):
+        if isinstance(raw.get(key), (int, float)) and not isinstance(raw.get(key), bool):
+            out[key] = raw[key]
+    stream = raw.get("stream_s")
+    if isinstance(stream, list) and stream and all(
+            isinstance(t, (int, float)) and t >= 0 for t in stream):
+        out["stream_median_ms"] = statistics.median(stream) * 1e3
+    return out
+
+
 def _benches(session: WorkerSession, run: RoleRun, plan: Plan, out_dir: str, role: str) -> None:
     rules = plan.policy.benchmark
     timeout = plan.policy.limits.run_timeout_s
@@ -139,6 +160,7 @@ def _benches(session: WorkerSession, run: RoleRun, plan: Plan, out_dir: str, rol
         ):
             raise KernelFault(ReasonCode.WORKER_PROTOCOL, "timed reply is malformed")
         bench.times_s = [float(t) for t in times]
+        bench.clock = _clock_info(reply.get("clock"))
         if role == "candidate" and rules.sampled_checks:
             # chosen only after the timed calls returned, so the candidate cannot know them
             rng = secrets.SystemRandom()

@@ -108,12 +108,13 @@ def ceilings() -> dict[str, Any]:
     m = 8192
     mm_ms = _matmul_ms(m)
     timer = GpuTimer()  # what an empty call costs with the stage's own method
-    floor = statistics.median(timer.time_call(lambda: None)[1] for _ in range(20))
+    floor = statistics.median(timer.time_calls([lambda: None] * 20)[1])
+    method = timer.method
     del timer
     torch.cuda.empty_cache()
     return {"copy_bandwidth_Bps": 2 * n * 4 / (copy_ms / 1e3),
             "bf16_matmul_flops": 2 * m**3 / (mm_ms / 1e3),
-            "timer_floor_ms": floor * 1e3,
+            "timer_floor_ms": floor * 1e3, "timer_method": method,
             "method": "median of 10: 1 GiB D2D copy (read+write); 8192^3 bf16 matmul; "
                       "empty call timed like a candidate call (timer_floor_ms)"}
 

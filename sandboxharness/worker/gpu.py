@@ -11,10 +11,13 @@ import contextlib
 import json
 import os
 import shutil
+import statistics
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+from .gputrace import window_span
 
 NATIVE_LANGUAGES = ("cuda", "cpp")
 CUDA_SUFFIXES = (".cu",)
@@ -27,7 +30,13 @@ SANITIZER_LOG = "sanitizer.log"
 CHANNEL_ENV = "SHX_CHANNEL_FDS"
 SANITIZER_ENV = "SHX_SANITIZER_ARGV"
 FLUSH_FACTOR = 2
-"""The L2 flush buffer is this many times the device's L2 size."""
+FLUSH_MIN_BYTES = 256 * 10**6
+"""The L2 flush writes this many times the L2 size, and at least do_bench's 256 MB."""
+NO_CUPTI_ENV = "SHX_NO_CUPTI"
+"""Set to 1 by the host to time without CUPTI (the fallback; also what tests compare)."""
+FLOOR_CALLS = 21
+FLOOR_JITTER_FACTOR = 3.0
+MIN_JITTER_S = 1e-6
 
 
 # -- compute-sanitizer: re-exec before the channel is taken ---------------------------------
@@ -209,14 +218,31 @@ def _build(binding: str, name: str, build: Path, cuda: list[str], cpp: list[str]
 
 
 # -- timing ----------------------------------------------------------------------------------
-class GpuTimer:
-    """CUDA events around one call, after an L2 flush, ended only after a device-wide sync.
+def sync_excess(stream: list[float], total: list[float], floor: float,
+                jitter: float) -> list[float]:
+    """Without CUPTI: per call, the time the device stayed busy after the timed stream's end
+    event, as ``total - floor`` (start event to an event recorded once a device-wide sync
+    returned, less that round trip), where it exceeds the stream time by more than the floor's
+    jitter; else 0.0 (nothing ran elsewhere that we can tell)."""
+    return [t - floor if t - floor > s + jitter else 0.0
+            for s, t in zip(stream, total, strict=True)]
 
-    Per timed call: outputs poisoned -> L2 flushed (a write of ``FLUSH_FACTOR`` x L2 bytes,
-    which also evicts the poison) -> ``synchronize`` -> start event -> the call ->
-    ``synchronize`` (every stream of the device: work a candidate hides on a side stream is
-    counted) -> end event. The functions are bound when the timer is made, before any
-    candidate code exists; the integrity snapshot covers the originals as well.
+
+class GpuTimer:
+    """Times calls the way ``triton.testing.do_bench`` does, and never misses another stream.
+
+    Per call: L2 flush (a write of ``max(FLUSH_FACTOR x L2, FLUSH_MIN_BYTES)``; the device is
+    busy with it while the host enqueues the rest, so host launch cost is not counted) ->
+    start event -> the call -> end event, all on the current stream: the *stream time*, the
+    figure do_bench reports. Then a device-wide synchronise, so work on any stream is done.
+    The *reported* time is never below what ran on the other streams:
+      - with CUPTI (``gputrace``): the span of every kernel/copy/memset on any stream that
+        began in the call's window;
+      - without: an ``after`` event recorded once the device-wide sync returned, less the
+        round trip that an empty call measures here (the floor), counted only when it exceeds
+        the stream time by more than the floor's own jitter.
+    The functions are bound when the timer is made, before any candidate code exists; the
+    integrity snapshot covers the originals as well.
     """
 
     def __init__(self) -> None:
@@ -226,24 +252,99 @@ class GpuTimer:
         self._event = torch.cuda.Event
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
         self.l2_bytes = int(getattr(props, "L2_cache_size", 0) or 50 * 2**20)
-        n = max(FLUSH_FACTOR * self.l2_bytes // 4, 1 << 20)
-        self._flush = torch.empty(n, dtype=torch.int32, device="cuda")
+        self.flush_bytes = max(FLUSH_FACTOR * self.l2_bytes, FLUSH_MIN_BYTES)
+        self._flush = torch.empty(self.flush_bytes // 4, dtype=torch.int32, device="cuda")
         self.seen_ptrs: set[int] = set()
+        self._trace: Any = None
+        self._skip = 0
+        self._floor: tuple[float, float] | None = None  # (floor, jitter) seconds, no CUPTI
+        self.method = ""
+        self.trace_error: str | None = None
 
     def flush(self) -> None:
         self._flush.zero_()
 
-    def time_call(self, call: Callable[[], Any]) -> tuple[Any, float]:
+    def _start_trace(self) -> None:
+        """CUPTI if it loads (first timed batch only: never under compute-sanitizer, which
+        runs no timed batch), else calibrate the sync floor."""
+        if self.method:
+            return
+        if os.environ.get(NO_CUPTI_ENV) != "1":
+            try:
+                from .gputrace import shared
+
+                trace = shared()
+                trace.enable()
+                self._sync()
+                trace.drain()
+                self.flush()
+                self._sync()
+                self._skip = len(trace.drain())  # records one flush leaves (usually 1)
+                trace.disable()
+                if self._skip == 0:
+                    raise RuntimeError("CUPTI recorded nothing for a known kernel")
+                self._trace = trace
+                self.method = f"cuda-events + CUPTI all-stream span ({trace.version})"
+                return
+            except Exception as exc:  # noqa: BLE001  (optional: fall back, and say why)
+                self.trace_error = f"{type(exc).__name__}: {exc}"[:300]
+        diffs = []
+        for _ in range(FLOOR_CALLS):
+            stream, total = self._one(lambda: None)[1:]
+            diffs.append(total - stream)
+        floor = statistics.median(diffs)
+        jitter = statistics.median(abs(d - floor) for d in diffs)
+        self._floor = (floor, max(FLOOR_JITTER_FACTOR * jitter, MIN_JITTER_S))
+        self.method = "cuda-events + device-sync floor (CUPTI unavailable)"
+
+    def _one(self, call: Callable[[], Any]) -> tuple[Any, float, float]:
         start = self._event(enable_timing=True)  # type: ignore[no-untyped-call]
         end = self._event(enable_timing=True)  # type: ignore[no-untyped-call]
+        after = self._event(enable_timing=True)  # type: ignore[no-untyped-call]
         self.flush()
-        self._sync()
         start.record()
         ret = call()
-        self._sync()
         end.record()
-        end.synchronize()
-        return ret, start.elapsed_time(end) / 1e3
+        self._sync()
+        after.record()
+        after.synchronize()
+        return ret, start.elapsed_time(end) / 1e3, start.elapsed_time(after) / 1e3
+
+    def time_calls(self, calls: list[Callable[[], Any]]
+                   ) -> tuple[list[Any], list[float], dict[str, Any]]:
+        """Run and time each call; returns (results, reported seconds, how it was measured)."""
+        self._start_trace()
+        trace = self._trace
+        self._sync()
+        if trace is not None:
+            trace.enable()
+            trace.drain()
+        rets, stream, total, windows = [], [], [], []
+        try:
+            for call in calls:
+                before = trace.now() if trace is not None else 0
+                ret, t_stream, t_total = self._one(call)
+                windows.append((before, trace.now() if trace is not None else 0))
+                rets.append(ret)
+                stream.append(t_stream)
+                total.append(t_total)
+            spans = trace.drain() if trace is not None else []
+        finally:
+            if trace is not None:
+                trace.disable()
+        if trace is not None:
+            other = [window_span(spans, a, b, self._skip) for a, b in windows]
+        else:
+            other = sync_excess(stream, total, *(self._floor or (0.0, 0.0)))
+        reported = [max(s, o) for s, o in zip(stream, other, strict=True)]
+        info: dict[str, Any] = {
+            "method": self.method, "stream_s": stream, "flush_bytes": self.flush_bytes,
+            "other_streams_longer": sum(o > s for s, o in zip(stream, other, strict=True))}
+        if self._floor is not None:
+            info["sync_floor_s"], info["floor_jitter_s"] = self._floor
+        if self.trace_error:
+            info["cupti_error"] = self.trace_error
+        return rets, reported, info
 
     # -- fresh addresses -----------------------------------------------------------------
     @staticmethod

@@ -175,23 +175,25 @@ class Worker:
         return {"ok": True, "times_s": times}
 
     def _timed_gpu(self) -> dict[str, Any]:
-        """CUDA events, cold L2, fresh input addresses, device-wide sync (see worker.gpu)."""
+        """do_bench-style CUDA events, cold L2, fresh input addresses, every stream counted
+        (CUPTI, or the device-sync floor without it: see worker.gpu.GpuTimer)."""
         case, dps = self.bench_case, self.hello["dps"]
         moved = self.gpu.fresh(self.prepared)
-        times, self.kept = [], []
-        for inputs in self.prepared:
-            outs = make_outputs(case, self.hello["device"]) if dps else []
-            ret, elapsed = self.gpu.time_call(lambda: self.fn(*inputs, *outs))  # noqa: B023
-            times.append(elapsed)
+        outs = [make_outputs(case, self.hello["device"]) if dps else []
+                for _ in self.prepared]
+        calls = [lambda i=i, o=o: self.fn(*i, *o)
+                 for i, o in zip(self.prepared, outs, strict=True)]
+        rets, times, info = self.gpu.time_calls(calls)
+        self.kept = []
+        for ret, o in zip(rets, outs, strict=True):
             if dps:
-                self.kept.append(outs)
+                self.kept.append(o)
             elif isinstance(ret, (tuple, list)) and type(ret) in (tuple, list):
                 self.kept.append(list(ret))
             else:
                 self.kept.append([ret])
         self.prepared = []
-        return {"ok": True, "times_s": times, "clock": "cuda-events", "moved_inputs": moved,
-                "l2_flush_bytes": self.gpu.l2_bytes * 2}
+        return {"ok": True, "times_s": times, "clock": info, "moved_inputs": moved}
 
     def op_dump(self, msg: dict[str, Any]) -> dict[str, Any]:
         names = [o["name"] for o in self.bench_case["outputs"]]

@@ -1,0 +1,25 @@
+#!/bin/bash
+# Build .whl/site.tar.xz on the CPU machine: what benchmarks/gpu_validate.py needs on the device
+# beyond its own torch/triton/CUDA (no package index there), as one `pip install --target` tree
+# for CPython 3.12, xz-compressed to fit one carry (64 MiB: semgrep-core dominates, ~43 MB).
+# FlashInfer (the baseline) does not fit beside semgrep: carry its wheels in a separate call.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+T=$(mktemp -d)
+PLAT=(--only-binary=:all: --python-version 3.12 --implementation cp --abi cp312)
+for p in manylinux_2_34_x86_64 manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_24_x86_64 \
+         manylinux_2_17_x86_64 manylinux2014_x86_64 manylinux_2_5_x86_64 manylinux1_x86_64; do
+  PLAT+=(--platform "$p")
+done
+pip install -q --no-compile --target "$T/site" "${PLAT[@]}" "semgrep==1.185.0" "bandit==1.9.4" \
+  "pydantic>=2.7,<3" "pyyaml>=6" "rfc8785>=0.1.4" "structlog>=24" "cryptography>=42" \
+  "pyseccomp>=0.1.2"
+# torch 2.11 (cu130) on the device already brings cuda-bindings and libcupti
+pip install -q --no-compile --no-deps --upgrade --target "$T/site" "${PLAT[@]}" \
+  "cupti-python==13.0.1" apache-tvm-ffi flashinfer-bench
+rm -rf "$T/site/cupti-python-samples"
+find "$T/site" -name __pycache__ -prune -exec rm -rf {} +
+mkdir -p .whl
+tar -C "$T" -cf - site | xz -T0 -8 > .whl/site.tar.xz
+rm -rf "$T"
+ls -l .whl/site.tar.xz

@@ -1,0 +1,95 @@
+"""Every piece of GPU work of the worker process, on every stream, with device timestamps.
+
+The CUPTI activity API (through ``cupti-python``, when it imports and libcupti loads) records
+each kernel, copy and memset with its start and end on the GPU's clock, whatever stream it
+ran on. The timer uses it to see work a candidate hides on a private stream; it is only ever
+used to make a timing *longer* than the timed stream's own events (see ``gpu.GpuTimer``).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+KINDS = ("CONCURRENT_KERNEL", "MEMCPY", "MEMSET")
+"""CONCURRENT_KERNEL, not KERNEL: the latter serialises kernels and would change the timing."""
+BUFFER_BYTES = 4 << 20
+
+
+class ActivityTrace:
+    """Collects (start, end) in ns of GPU activity while enabled; ``now()`` is a host timestamp
+    on the same clock, so a host-side window [before, after] selects what ran inside it.
+    One per process (CUPTI takes one set of buffer callbacks): use :func:`shared`."""
+
+    def __init__(self) -> None:
+        from cupti import cupti  # type: ignore[import-not-found,unused-ignore]
+
+        self._cupti: Any = cupti
+        self._lock = threading.Lock()
+        self._spans: list[tuple[int, int]] = []
+        self._on = False
+        self.now = cupti.get_timestamp
+        self.version = _version()
+        self.now()  # loads libcupti now: a missing library fails here, not mid-benchmark
+        cupti.activity_register_callbacks(self._requested, self._completed)
+        self._kinds = [getattr(cupti.ActivityKind, k) for k in KINDS]
+
+    @staticmethod
+    def _requested() -> tuple[int, int]:
+        return BUFFER_BYTES, 0
+
+    def _completed(self, activities: list[Any]) -> None:
+        got = [(int(a.start), int(a.end)) for a in activities
+               if getattr(a, "start", 0) and getattr(a, "end", 0)]
+        with self._lock:
+            self._spans.extend(got)
+
+    def enable(self) -> None:
+        if not self._on:
+            for kind in self._kinds:
+                self._cupti.activity_enable(kind)
+            self._on = True
+
+    def disable(self) -> None:
+        if self._on:
+            self.drain()
+            for kind in self._kinds:
+                self._cupti.activity_disable(kind)
+            self._on = False
+
+    def drain(self) -> list[tuple[int, int]]:
+        """Everything recorded since the last drain (forces CUPTI to hand over its buffers)."""
+        self._cupti.activity_flush_all(1)
+        with self._lock:
+            out, self._spans = self._spans, []
+        return out
+
+
+_SHARED: list[ActivityTrace] = []
+
+
+def shared() -> ActivityTrace:
+    """The process's trace (made on first use; raises when cupti-python or libcupti is
+    missing)."""
+    if not _SHARED:
+        _SHARED.append(ActivityTrace())
+    return _SHARED[0]
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return f"cupti-python {version('cupti-python')}"
+    except Exception:  # noqa: BLE001  (metadata is informational only)
+        return "cupti-python"
+
+
+def window_span(spans: list[tuple[int, int]], before: int, after: int, skip: int) -> float:
+    """Seconds from the first start to the last end of the activity that began inside
+    [before, after], ignoring the ``skip`` earliest records (the timer's own L2 flush, which
+    it enqueues first on an idle device). 0.0 when nothing else ran."""
+    inside = sorted(s for s in spans if before <= s[0] <= after)[skip:]
+    if not inside:
+        return 0.0
+    return max(0, max(e for _, e in inside) - inside[0][0]) / 1e9

@@ -1,0 +1,58 @@
+"""The stage's GPU timer on real hardware: do_bench's figure for honest single-stream work,
+and never fooled by work on another stream, with CUPTI and with the no-CUPTI fallback."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from sandboxharness.worker.gpu import NO_CUPTI_ENV, GpuTimer
+
+pytestmark = pytest.mark.gpu
+torch = pytest.importorskip("torch")
+
+
+def _median_ms(timer: GpuTimer, calls: list) -> tuple[float, float, dict]:
+    _, times, info = timer.time_calls(calls)
+    return (statistics.median(times) * 1e3, statistics.median(info["stream_s"]) * 1e3, info)
+
+
+@pytest.fixture(params=["cupti", "fallback"])
+def timer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> GpuTimer:
+    if request.param == "fallback":
+        monkeypatch.setenv(NO_CUPTI_ENV, "1")
+    t = GpuTimer()
+    t.time_calls([lambda: None])
+    if request.param == "cupti" and "CUPTI" not in t.method:
+        pytest.skip(f"CUPTI unavailable here: {t.trace_error}")
+    return t
+
+
+def test_single_stream_kernel_reads_as_do_bench(timer: GpuTimer) -> None:
+    import triton.testing
+
+    x = torch.randn(1 << 26, device="cuda")  # 256 MiB in, 256 MiB out: ~0.1 ms on an H200
+    y = torch.empty_like(x)
+    ours, stream, _ = _median_ms(timer, [lambda: torch.mul(x, 2.0, out=y)] * 40)
+    ref = triton.testing.do_bench(lambda: torch.mul(x, 2.0, out=y), return_mode="median")
+    assert ours == pytest.approx(ref, rel=0.08), (ours, stream, ref, timer.method)
+
+
+def test_work_on_a_private_stream_is_counted(timer: GpuTimer) -> None:
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
+    side = torch.cuda.Stream()
+
+    def on_current() -> None:
+        for _ in range(4):
+            torch.matmul(a, a)
+
+    def on_side() -> None:
+        with torch.cuda.stream(side):
+            on_current()
+
+    honest, _, _ = _median_ms(timer, [on_current] * 10)
+    hidden, stream, info = _median_ms(timer, [on_side] * 10)
+    assert stream < 0.25 * honest, "plain stream events must miss the side stream here"
+    assert hidden >= 0.8 * honest, (hidden, honest, info["method"])
+    assert info["other_streams_longer"] >= 8
