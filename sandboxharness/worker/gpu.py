@@ -34,6 +34,8 @@ FLUSH_MIN_BYTES = 256 * 10**6
 """The L2 flush writes this many times the L2 size, and at least do_bench's 256 MB."""
 NO_CUPTI_ENV = "SHX_NO_CUPTI"
 """Set to 1 by the host to time without CUPTI (the fallback; also what tests compare)."""
+PAD_S = 100e-6
+"""Device-side spin after the flush: covers the host's launch latency (Triton's included)."""
 FLOOR_CALLS = 21
 FLOOR_JITTER_FACTOR = 3.0
 MIN_JITTER_S = 1e-6
@@ -231,10 +233,11 @@ def sync_excess(stream: list[float], total: list[float], floor: float,
 class GpuTimer:
     """Times calls the way ``triton.testing.do_bench`` does, and never misses another stream.
 
-    Per call: L2 flush (a write of ``max(FLUSH_FACTOR x L2, FLUSH_MIN_BYTES)``; the device is
-    busy with it while the host enqueues the rest, so host launch cost is not counted) ->
-    start event -> the call -> end event, all on the current stream: the *stream time*, the
-    figure do_bench reports. Then a device-wide synchronise, so work on any stream is done.
+    Per call: L2 flush (a write of ``max(FLUSH_FACTOR x L2, FLUSH_MIN_BYTES)``) and a spin of
+    ``PAD_S`` (the device stays busy while the host enqueues the rest, as in do_bench's deep
+    queue, so the host's launch latency is not counted) -> start event -> the call -> end
+    event, all on the current stream: the *stream time*, the figure do_bench reports. Then a
+    device-wide synchronise, so work on any stream is done.
     The *reported* time is never below what ran on the other streams:
       - with CUPTI (``gputrace``): the span of every kernel/copy/memset on any stream that
         began in the call's window;
@@ -255,6 +258,8 @@ class GpuTimer:
         self.flush_bytes = max(FLUSH_FACTOR * self.l2_bytes, FLUSH_MIN_BYTES)
         self._flush = torch.empty(self.flush_bytes // 4, dtype=torch.int32, device="cuda")
         self.seen_ptrs: set[int] = set()
+        self._spin: Callable[[int], None] = torch.cuda._sleep
+        self._pad_cycles = 0
         self._trace: Any = None
         self._skip = 0
         self._floor: tuple[float, float] | None = None  # (floor, jitter) seconds, no CUPTI
@@ -262,13 +267,29 @@ class GpuTimer:
         self.trace_error: str | None = None
 
     def flush(self) -> None:
+        """Evict the L2 and keep the device busy for ``PAD_S`` beyond that."""
         self._flush.zero_()
+        if self._pad_cycles:
+            self._spin(self._pad_cycles)
+
+    def _calibrate_pad(self) -> None:
+        start = self._event(enable_timing=True)  # type: ignore[no-untyped-call]
+        end = self._event(enable_timing=True)  # type: ignore[no-untyped-call]
+        cycles = 1_000_000
+        self._spin(cycles)  # warm
+        start.record()
+        self._spin(cycles)
+        end.record()
+        end.synchronize()
+        per_s = cycles / max(start.elapsed_time(end) / 1e3, 1e-9)
+        self._pad_cycles = max(int(per_s * PAD_S), 1)
 
     def _start_trace(self) -> None:
         """CUPTI if it loads (first timed batch only: never under compute-sanitizer, which
         runs no timed batch), else calibrate the sync floor."""
         if self.method:
             return
+        self._calibrate_pad()
         if os.environ.get(NO_CUPTI_ENV) != "1":
             try:
                 from .gputrace import shared
@@ -279,7 +300,7 @@ class GpuTimer:
                 trace.drain()
                 self.flush()
                 self._sync()
-                self._skip = len(trace.drain())  # records one flush leaves (usually 1)
+                self._skip = len(trace.drain())  # records a flush + pad leaves (usually 2)
                 trace.disable()
                 if self._skip == 0:
                     raise RuntimeError("CUPTI recorded nothing for a known kernel")
