@@ -36,7 +36,8 @@ def main() -> None:
         for _ in range(5):
             fn(*sets[0], *outs)
         torch.cuda.synchronize()
-        db = triton.testing.do_bench(lambda: fn(*sets[0], *outs), return_mode="median")
+        db = triton.testing.do_bench(lambda f=fn, s=sets[0], o=outs: f(*s, *o),
+                                     return_mode="median")
         for pad in (0.0, 20e-6, 100e-6):
             gpu.PAD_S = pad
             timer = gpu.GpuTimer()
@@ -44,7 +45,8 @@ def main() -> None:
             if pad == 0.0:
                 timer._pad_cycles = 0  # no spin at all, as do_bench
             fresh = [(a, make_outputs(payload, "cuda")) for a in sets]
-            _, times, _ = timer.time_calls([lambda a=a, o=o: fn(*a, *o) for a, o in fresh])
+            _, times, _ = timer.time_calls([lambda a=a, o=o, f=fn: f(*a, *o)
+                                            for a, o in fresh])
             med = statistics.median(times) * 1e3
             print(f"| {label} | {axes} | {pad * 1e6:.0f} | {med:.5f} | {db:.5f} | "
                   f"{med / db:.3f} |", flush=True)
