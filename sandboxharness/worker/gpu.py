@@ -37,6 +37,7 @@ NO_CUPTI_ENV = "SHX_NO_CUPTI"
 PAD_S = 100e-6
 """Device-side spin after the flush: covers the host's launch latency (Triton's included)."""
 FLOOR_CALLS = 21
+CALIBRATION_CALLS = 15
 FLOOR_JITTER_FACTOR = 3.0
 MIN_JITTER_S = 1e-6
 
@@ -233,17 +234,19 @@ def sync_excess(stream: list[float], total: list[float], floor: float,
 class GpuTimer:
     """Times calls the way ``triton.testing.do_bench`` does, and never misses another stream.
 
-    Per call: L2 flush (a write of ``max(FLUSH_FACTOR x L2, FLUSH_MIN_BYTES)``) and a spin of
-    ``PAD_S`` (the device stays busy while the host enqueues the rest, as in do_bench's deep
-    queue, so the host's launch latency is not counted) -> start event -> the call -> end
-    event, all on the current stream: the *stream time*, the figure do_bench reports. Then a
-    device-wide synchronise, so work on any stream is done.
-    The *reported* time is never below what ran on the other streams:
-      - with CUPTI (``gputrace``): the span of every kernel/copy/memset on any stream that
-        began in the call's window;
-      - without: an ``after`` event recorded once the device-wide sync returned, less the
-        round trip that an empty call measures here (the floor), counted only when it exceeds
-        the stream time by more than the floor's own jitter.
+    The *stream time* of a call: L2 flush (a write of ``max(FLUSH_FACTOR x L2,
+    FLUSH_MIN_BYTES)``) -> start event -> the call -> end event, all on the current stream,
+    the figure do_bench reports. After it a device-wide synchronise, so work on any stream is
+    done before the next call. The *reported* time is never below what ran elsewhere:
+      - with CUPTI (``gputrace``): a spin of ``PAD_S`` follows the flush, so the host's launch
+        latency stays out of the window as in do_bench's deep queue. When any of the call's
+        kernels/copies/memsets ran off the timed stream, the time is raised to their span
+        (first start to last end, on every stream) plus the fixed cost the events add to a
+        kernel on the timed stream (calibrated here), so moving work elsewhere gains nothing;
+      - without: no pad (it would be a window in which a side stream could work unseen) and a
+        synchronise before the start event; an ``after`` event recorded once the final
+        synchronise returned, less the round trip an empty call measures (the floor), raises
+        the time when it exceeds the stream time by more than the floor's jitter.
     The functions are bound when the timer is made, before any candidate code exists; the
     integrity snapshot covers the originals as well.
     """
@@ -253,26 +256,29 @@ class GpuTimer:
 
         self._sync = torch.cuda.synchronize
         self._event = torch.cuda.Event
+        self._spin: Callable[[int], None] = torch.cuda._sleep
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
         self.l2_bytes = int(getattr(props, "L2_cache_size", 0) or 50 * 2**20)
         self.flush_bytes = max(FLUSH_FACTOR * self.l2_bytes, FLUSH_MIN_BYTES)
         self._flush = torch.empty(self.flush_bytes // 4, dtype=torch.int32, device="cuda")
         self.seen_ptrs: set[int] = set()
-        self._spin: Callable[[int], None] = torch.cuda._sleep
         self._pad_cycles = 0
         self._trace: Any = None
-        self._skip = 0
+        self._prelude: tuple[int, int] = (0, 0)  # (records a flush + pad leaves, their stream)
+        self._event_cost = 0.0
         self._floor: tuple[float, float] | None = None  # (floor, jitter) seconds, no CUPTI
         self.method = ""
         self.trace_error: str | None = None
 
     def flush(self) -> None:
-        """Evict the L2 and keep the device busy for ``PAD_S`` beyond that."""
+        """Evict the L2 (and, with CUPTI, keep the device busy for ``PAD_S`` beyond that)."""
         self._flush.zero_()
         if self._pad_cycles:
             self._spin(self._pad_cycles)
+        else:
+            self._sync()
 
-    def _calibrate_pad(self) -> None:
+    def _calibrate_pad(self) -> int:
         start = self._event(enable_timing=True)  # type: ignore[no-untyped-call]
         end = self._event(enable_timing=True)  # type: ignore[no-untyped-call]
         cycles = 1_000_000
@@ -282,33 +288,20 @@ class GpuTimer:
         end.record()
         end.synchronize()
         per_s = cycles / max(start.elapsed_time(end) / 1e3, 1e-9)
-        self._pad_cycles = max(int(per_s * PAD_S), 1)
+        return max(int(per_s * PAD_S), 1)
 
     def _start_trace(self) -> None:
         """CUPTI if it loads (first timed batch only: never under compute-sanitizer, which
         runs no timed batch), else calibrate the sync floor."""
         if self.method:
             return
-        self._calibrate_pad()
         if os.environ.get(NO_CUPTI_ENV) != "1":
             try:
-                from .gputrace import shared
-
-                trace = shared()
-                trace.enable()
-                self._sync()
-                trace.drain()
-                self.flush()
-                self._sync()
-                self._skip = len(trace.drain())  # records a flush + pad leaves (usually 2)
-                trace.disable()
-                if self._skip == 0:
-                    raise RuntimeError("CUPTI recorded nothing for a known kernel")
-                self._trace = trace
-                self.method = f"cuda-events + CUPTI all-stream span ({trace.version})"
+                self._start_cupti()
                 return
             except Exception as exc:  # noqa: BLE001  (optional: fall back, and say why)
                 self.trace_error = f"{type(exc).__name__}: {exc}"[:300]
+                self._trace, self._pad_cycles = None, 0
         diffs = []
         for _ in range(FLOOR_CALLS):
             stream, total = self._one(lambda: None)[1:]
@@ -317,6 +310,30 @@ class GpuTimer:
         jitter = statistics.median(abs(d - floor) for d in diffs)
         self._floor = (floor, max(FLOOR_JITTER_FACTOR * jitter, MIN_JITTER_S))
         self.method = "cuda-events + device-sync floor (CUPTI unavailable)"
+
+    def _start_cupti(self) -> None:
+        from .gputrace import shared
+
+        trace = shared()
+        self._pad_cycles = self._calibrate_pad()
+        trace.enable()
+        try:
+            self._sync()
+            trace.drain()
+            self.flush()
+            self._sync()
+            lone = trace.drain()  # what one flush + pad leaves (usually 2 records)
+            if not lone or len({r[2] for r in lone}) != 1:
+                raise RuntimeError(f"CUPTI recorded {len(lone)} records for the flush")
+            self._prelude = (len(lone), lone[0][2])
+            self._trace = trace
+            # what events add to a kernel on the timed stream (start-to-kernel, kernel-to-end)
+            _, stream, _, spans = self._measure([lambda: self._spin(1)] * CALIBRATION_CALLS)
+            self._event_cost = max(statistics.median(
+                s - sp[0] for s, sp in zip(stream, spans, strict=True)), 0.0)
+        finally:
+            trace.disable()
+        self.method = f"cuda-events + CUPTI all-stream span ({trace.version})"
 
     def _one(self, call: Callable[[], Any]) -> tuple[Any, float, float]:
         start = self._event(enable_timing=True)  # type: ignore[no-untyped-call]
@@ -331,36 +348,49 @@ class GpuTimer:
         after.synchronize()
         return ret, start.elapsed_time(end) / 1e3, start.elapsed_time(after) / 1e3
 
+    def _measure(self, calls: list[Callable[[], Any]]
+                 ) -> tuple[list[Any], list[float], list[float], list[tuple[float, bool]]]:
+        """(results, stream times, start-to-after times, per call (span, off the stream))."""
+        trace = self._trace
+        self._sync()
+        if trace is not None:
+            trace.drain()
+        rets, stream, total, windows = [], [], [], []
+        for call in calls:
+            before = trace.now() if trace is not None else 0
+            ret, t_stream, t_total = self._one(call)
+            windows.append((before, trace.now() if trace is not None else 0))
+            rets.append(ret)
+            stream.append(t_stream)
+            total.append(t_total)
+        if trace is None:
+            return rets, stream, total, [(0.0, False)] * len(calls)
+        records = trace.drain()
+        return rets, stream, total, [window_span(records, a, b, *self._prelude)
+                                     for a, b in windows]
+
     def time_calls(self, calls: list[Callable[[], Any]]
                    ) -> tuple[list[Any], list[float], dict[str, Any]]:
         """Run and time each call; returns (results, reported seconds, how it was measured)."""
         self._start_trace()
-        trace = self._trace
-        self._sync()
-        if trace is not None:
-            trace.enable()
-            trace.drain()
-        rets, stream, total, windows = [], [], [], []
+        if self._trace is not None:
+            self._trace.enable()
         try:
-            for call in calls:
-                before = trace.now() if trace is not None else 0
-                ret, t_stream, t_total = self._one(call)
-                windows.append((before, trace.now() if trace is not None else 0))
-                rets.append(ret)
-                stream.append(t_stream)
-                total.append(t_total)
-            spans = trace.drain() if trace is not None else []
+            rets, stream, total, spans = self._measure(calls)
         finally:
-            if trace is not None:
-                trace.disable()
-        if trace is not None:
-            other = [window_span(spans, a, b, self._skip) for a, b in windows]
+            if self._trace is not None:
+                self._trace.disable()
+        if self._trace is not None:
+            other = [span + self._event_cost if off else 0.0 for span, off in spans]
         else:
             other = sync_excess(stream, total, *(self._floor or (0.0, 0.0)))
         reported = [max(s, o) for s, o in zip(stream, other, strict=True)]
         info: dict[str, Any] = {
             "method": self.method, "stream_s": stream, "flush_bytes": self.flush_bytes,
             "other_streams_longer": sum(o > s for s, o in zip(stream, other, strict=True))}
+        if self._trace is not None:
+            info["event_cost_s"] = self._event_cost
+            info["off_stream_calls"] = sum(off for _, off in spans)
         if self._floor is not None:
             info["sync_floor_s"], info["floor_jitter_s"] = self._floor
         if self.trace_error:

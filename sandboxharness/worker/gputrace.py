@@ -17,8 +17,9 @@ BUFFER_BYTES = 4 << 20
 
 
 class ActivityTrace:
-    """Collects (start, end) in ns of GPU activity while enabled; ``now()`` is a host timestamp
-    on the same clock, so a host-side window [before, after] selects what ran inside it.
+    """Collects (start ns, end ns, stream id) of GPU activity while enabled; ``now()`` is a
+    host timestamp on the same clock, so a host-side window [before, after] selects what ran
+    inside it.
     One per process (CUPTI takes one set of buffer callbacks): use :func:`shared`."""
 
     def __init__(self) -> None:
@@ -26,7 +27,7 @@ class ActivityTrace:
 
         self._cupti: Any = cupti
         self._lock = threading.Lock()
-        self._spans: list[tuple[int, int]] = []
+        self._spans: list[tuple[int, int, int]] = []
         self._on = False
         self.now = cupti.get_timestamp
         self.version = _version()
@@ -39,8 +40,8 @@ class ActivityTrace:
         return BUFFER_BYTES, 0
 
     def _completed(self, activities: list[Any]) -> None:
-        got = [(int(a.start), int(a.end)) for a in activities
-               if getattr(a, "start", 0) and getattr(a, "end", 0)]
+        got = [(int(a.start), int(a.end), int(getattr(a, "stream_id", 0)))
+               for a in activities if getattr(a, "start", 0) and getattr(a, "end", 0)]
         with self._lock:
             self._spans.extend(got)
 
@@ -57,7 +58,7 @@ class ActivityTrace:
                 self._cupti.activity_disable(kind)
             self._on = False
 
-    def drain(self) -> list[tuple[int, int]]:
+    def drain(self) -> list[tuple[int, int, int]]:
         """Everything recorded since the last drain (forces CUPTI to hand over its buffers)."""
         self._cupti.activity_flush_all(1)
         with self._lock:
@@ -85,11 +86,20 @@ def _version() -> str:
         return "cupti-python"
 
 
-def window_span(spans: list[tuple[int, int]], before: int, after: int, skip: int) -> float:
-    """Seconds from the first start to the last end of the activity that began inside
-    [before, after], ignoring the ``skip`` earliest records (the timer's own L2 flush, which
-    it enqueues first on an idle device). 0.0 when nothing else ran."""
-    inside = sorted(s for s in spans if before <= s[0] <= after)[skip:]
-    if not inside:
-        return 0.0
-    return max(0, max(e for _, e in inside) - inside[0][0]) / 1e9
+def window_span(records: list[tuple[int, int, int]], before: int, after: int,
+                prelude: int, timed_stream: int) -> tuple[float, bool]:
+    """The call's activity: what began inside [before, after], less the timer's own flush and
+    pad (the first ``prelude`` records on ``timed_stream``: a side stream's kernel may well
+    start before the pad does). Returns (seconds from its first start to its last end, whether
+    any of it ran off the timed stream). When the prelude is not where it should be (the
+    current stream was switched) the whole window counts as off-stream work: never less."""
+    inside = sorted(r for r in records if before <= r[0] <= after)
+    own = [r for r in inside if r[2] == timed_stream][:prelude]
+    if len(own) < prelude:
+        rest, off = inside, True
+    else:
+        rest = [r for r in inside if r not in own]
+        off = any(r[2] != timed_stream for r in rest)
+    if not rest:
+        return 0.0, False
+    return max(0, max(r[1] for r in rest) - rest[0][0]) / 1e9, off

@@ -10,23 +10,38 @@ from sandboxharness.worker.gpu import sync_excess
 from sandboxharness.worker.gputrace import window_span
 
 US = 1_000  # ns
+TIMED, SIDE = 7, 13  # stream ids
+FLUSH = (100 * US, 160 * US, TIMED)
+PAD = (160 * US, 260 * US, TIMED)
 
 
-def test_span_covers_every_stream_and_skips_the_flush() -> None:
-    spans = [(100 * US, 160 * US),   # the timer's L2 flush, enqueued first
-             (165 * US, 170 * US),   # the candidate's kernel on the timed stream
-             (166 * US, 400 * US)]   # its hidden work on a private stream
-    assert window_span(spans, 90 * US, 500 * US, skip=1) == pytest.approx(235e-6)
+def test_work_on_the_timed_stream_only_is_not_off_stream() -> None:
+    span, off = window_span([FLUSH, PAD, (262 * US, 270 * US, TIMED)], 90 * US, 500 * US,
+                            prelude=2, timed_stream=TIMED)
+    assert span == pytest.approx(8e-6) and not off
 
 
-def test_span_ignores_activity_outside_the_window() -> None:
-    spans = [(10 * US, 20 * US), (100 * US, 160 * US), (170 * US, 180 * US),
-             (600 * US, 900 * US)]  # before the call, and the next call's
-    assert window_span(spans, 90 * US, 500 * US, skip=1) == pytest.approx(10e-6)
+def test_side_stream_work_that_starts_during_the_flush_is_counted() -> None:
+    hidden = (120 * US, 150 * US, SIDE)  # sorts before the pad: must not be taken for it
+    span, off = window_span([FLUSH, hidden, PAD, (262 * US, 263 * US, TIMED)], 90 * US,
+                            500 * US, prelude=2, timed_stream=TIMED)
+    assert off and span == pytest.approx(143e-6)
 
 
-def test_span_is_zero_when_only_the_flush_ran() -> None:
-    assert window_span([(100 * US, 160 * US)], 90 * US, 500 * US, skip=1) == 0.0
+def test_activity_outside_the_window_is_ignored() -> None:
+    records = [(10 * US, 20 * US, SIDE), FLUSH, PAD, (262 * US, 270 * US, TIMED),
+               (600 * US, 900 * US, SIDE)]  # before the call, and the next call's
+    assert window_span(records, 90 * US, 500 * US, 2, TIMED) == (pytest.approx(8e-6), False)
+
+
+def test_nothing_but_the_prelude_is_zero() -> None:
+    assert window_span([FLUSH, PAD], 90 * US, 500 * US, 2, TIMED) == (0.0, False)
+
+
+def test_a_switched_current_stream_counts_the_whole_window() -> None:
+    moved = [(r[0], r[1], SIDE) for r in (FLUSH, PAD)] + [(262 * US, 270 * US, SIDE)]
+    span, off = window_span(moved, 90 * US, 500 * US, 2, TIMED)
+    assert off and span == pytest.approx(170e-6)
 
 
 def test_sync_excess_counts_only_what_exceeds_the_jitter() -> None:
