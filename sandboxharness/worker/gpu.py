@@ -268,6 +268,8 @@ class GpuTimer:
         self._event_cost = 0.0
         self._floor: tuple[float, float] | None = None  # (floor, jitter) seconds, no CUPTI
         self.method = ""
+        self.cupti = False
+        """True once CUPTI is in use (after the first timed batch)."""
         self.trace_error: str | None = None
 
     def flush(self) -> None:
@@ -333,6 +335,7 @@ class GpuTimer:
                 s - sp[0] for s, sp in zip(stream, spans, strict=True)), 0.0)
         finally:
             trace.disable()
+        self.cupti = True
         self.method = f"cuda-events + CUPTI all-stream span ({trace.version})"
 
     def _one(self, call: Callable[[], Any]) -> tuple[Any, float, float]:
