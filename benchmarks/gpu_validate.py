@@ -440,6 +440,11 @@ def fmt(x: Any, nd: int = 4) -> str:
     return str(x)
 
 
+def cell(text: str) -> str:
+    """A table cell: pipes inside it would start new columns."""
+    return text.replace("|", "/")
+
+
 def markdown(env: dict[str, Any], results: list[dict[str, Any]], timing: list[dict[str, Any]],
              overhead: list[dict[str, Any]], tests: str, ceil: dict[str, Any] | None) -> str:
     L = ["# GPU validation (benchmarks/gpu_validate.py)", ""]
@@ -463,8 +468,9 @@ def markdown(env: dict[str, Any], results: list[dict[str, Any]], timing: list[di
         ok, got = check(r)
         finds = "; ".join(f"{t}: {f}" for t, d in (r.get("sanitizer") or {}).items()
                           for f in d["findings"][:2])
-        L.append(f"| {r['label']} | {r['group']} | {r['expected']} | {got} | "
-                 f"{'yes' if ok else 'NO'} | {fmt(r.get('wall_s'), 3)} | {finds[:300] or '-'} |")
+        L.append(f"| {r['label']} | {r['group']} | {cell(r['expected'])} | {cell(got)} | "
+                 f"{'yes' if ok else 'NO'} | {fmt(r.get('wall_s'), 3)} | "
+                 f"{cell(finds[:300]) or '-'} |")
     L += ["", "## Timed workloads (stage: do_bench-style CUDA events, cold L2, fresh inputs, "
           "every stream counted)",
           "", "| case | axes | median ms | disp. | ref ms | x ref | x flashinfer | repeats | "

@@ -21,3 +21,6 @@ def test_security_table_names_tests_that_exist() -> None:
     assert names, "SECURITY.md names no tests"
     missing = sorted(n for n in names if f"def {n}" not in corpus)
     assert not missing, missing
+    for path, name in re.findall(r"`([\w/]+\.py)::(test_\w+)`", text):  # the named file
+        target = REPO / path
+        assert target.is_file() and f"def {name}" in target.read_text(), f"{path}::{name}"
