@@ -1,7 +1,8 @@
 """Why ours and do_bench differ by ~1 us on the smallest kernels: the same calls timed by our
-timer with the device-side pad after the L2 flush at 0, 20 and 100 us, and by do_bench.
+timer with the device-side pad after the L2 flush at 0, 20 and 100 us, and by do_bench; then
+(``--inputs``) both with one input set reused and with fresh inputs per call.
 
-    python benchmarks/gpu_timer_ablation.py     (on the device, after gpu_device_setup.sh)
+    python benchmarks/gpu_timer_ablation.py [--inputs]   (on the device, after setup)
 """
 
 from __future__ import annotations
@@ -14,7 +15,53 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
+def inputs_table() -> None:
+    """Ours and do_bench, each with the same input set every call and with fresh ones."""
+    import itertools
+
+    import torch
+    import triton.testing
+    from gpu_validate import _load_callable, _Random  # type: ignore[import-not-found]
+
+    from sandboxharness.stages.cases import _payload
+    from sandboxharness.worker import gpu
+    from sandboxharness.worker.tensorgen import make_inputs, make_outputs
+
+    print("| kernel | ours same | ours fresh | do_bench same | do_bench fresh |")
+    print("| --- | --- | --- | --- | --- |")
+    timer = gpu.GpuTimer()
+    for label, dname, axes in [("axpy_f32/cuda_tvmffi_honest", "axpy_f32", {"n": 1048573}),
+                               ("axpy_f32/triton_honest", "axpy_f32", {"n": 1048573})]:
+        defn, fn = _load_callable(label, dname)
+        payload = _payload(defn, axes, {k: _Random() for k in defn.inputs})
+        sets = [(make_inputs(payload, 1000 + i, "cuda", ""), make_outputs(payload, "cuda"))
+                for i in range(50)]
+        for _ in range(5):
+            fn(*sets[0][0], *sets[0][1])
+        torch.cuda.synchronize()
+        a0, o0 = sets[0]
+        same = statistics.median(timer.time_calls(
+            [lambda f=fn, a=a0, o=o0: f(*a, *o)] * 50)[1]) * 1e3
+        fresh = statistics.median(timer.time_calls(
+            [lambda f=fn, a=a, o=o: f(*a, *o) for a, o in sets])[1]) * 1e3
+        db_same = triton.testing.do_bench(lambda f=fn, a=a0, o=o0: f(*a, *o),
+                                          return_mode="median")
+        cyc = itertools.cycle(sets)
+
+        def rotating(f: object = fn, c: object = cyc) -> None:
+            a, o = next(c)  # type: ignore[call-overload]
+            f(*a, *o)  # type: ignore[operator]
+
+        db_fresh = triton.testing.do_bench(rotating, return_mode="median")
+        print(f"| {label} | {same:.5f} | {fresh:.5f} | {db_same:.5f} | {db_fresh:.5f} |",
+              flush=True)
+    print(f"timer: {timer.method}")
+
+
 def main() -> None:
+    if "--inputs" in sys.argv:
+        inputs_table()
+        return
     import torch
     import triton.testing
     from gpu_validate import _load_callable, _Random  # type: ignore[import-not-found]
