@@ -133,8 +133,8 @@ def _clock_info(raw: Any) -> dict[str, Any]:
     for key in ("method", "cupti_error"):
         if isinstance(raw.get(key), str):
             out[key] = raw[key][:300]
-    for key in ("other_streams_longer", "off_stream_calls", "flush_bytes", "event_cost_s",
-                "sync_floor_s", "floor_jitter_s"):
+    for key in ("other_streams_longer", "off_stream_calls", "trace_lost", "flush_bytes",
+                "event_cost_s", "sync_floor_s", "floor_jitter_s"):
         if isinstance(raw.get(key), (int, float)) and not isinstance(raw.get(key), bool):
             out[key] = raw[key]
     stream = raw.get("stream_s")

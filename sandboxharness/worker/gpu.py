@@ -331,8 +331,10 @@ class GpuTimer:
             self._trace = trace
             # what events add to a kernel on the timed stream (start-to-kernel, kernel-to-end)
             _, stream, _, spans = self._measure([lambda: self._spin(1)] * CALIBRATION_CALLS)
+            if any(sp is None for sp in spans):
+                raise RuntimeError("CUPTI missed a calibration kernel")
             self._event_cost = max(statistics.median(
-                s - sp[0] for s, sp in zip(stream, spans, strict=True)), 0.0)
+                s - sp[0] for s, sp in zip(stream, spans, strict=True) if sp is not None), 0.0)
         finally:
             trace.disable()
         self.cupti = True
@@ -352,8 +354,9 @@ class GpuTimer:
         return ret, start.elapsed_time(end) / 1e3, start.elapsed_time(after) / 1e3
 
     def _measure(self, calls: list[Callable[[], Any]]
-                 ) -> tuple[list[Any], list[float], list[float], list[tuple[float, bool]]]:
-        """(results, stream times, start-to-after times, per call (span, off the stream))."""
+                 ) -> tuple[list[Any], list[float], list[float], list[tuple[float, bool] | None]]:
+        """(results, stream times, start-to-after times, per call (span, off the stream) or
+        None when CUPTI recorded nothing in its window)."""
         trace = self._trace
         self._sync()
         if trace is not None:
@@ -383,8 +386,10 @@ class GpuTimer:
         finally:
             if self._trace is not None:
                 self._trace.disable()
+        lost = sum(sp is None for sp in spans) if self._trace is not None else 0
         if self._trace is not None:
-            other = [span + self._event_cost if off else 0.0 for span, off in spans]
+            other = [sp[0] + self._event_cost if sp is not None and sp[1] else 0.0
+                     for sp in spans]
         else:
             other = sync_excess(stream, total, *(self._floor or (0.0, 0.0)))
         reported = [max(s, o) for s, o in zip(stream, other, strict=True)]
@@ -393,7 +398,8 @@ class GpuTimer:
             "other_streams_longer": sum(o > s for s, o in zip(stream, other, strict=True))}
         if self._trace is not None:
             info["event_cost_s"] = self._event_cost
-            info["off_stream_calls"] = sum(off for _, off in spans)
+            info["off_stream_calls"] = sum(sp is not None and sp[1] for sp in spans)
+            info["trace_lost"] = lost  # the worker reports these as an integrity violation
         if self._floor is not None:
             info["sync_floor_s"], info["floor_jitter_s"] = self._floor
         if self.trace_error:

@@ -87,13 +87,17 @@ def _version() -> str:
 
 
 def window_span(records: list[tuple[int, int, int]], before: int, after: int,
-                prelude: int, timed_stream: int) -> tuple[float, bool]:
+                prelude: int, timed_stream: int) -> tuple[float, bool] | None:
     """The call's activity: what began inside [before, after], less the timer's own flush and
     pad (the first ``prelude`` records on ``timed_stream``: a side stream's kernel may well
     start before the pad does). Returns (seconds from its first start to its last end, whether
     any of it ran off the timed stream). When the prelude is not where it should be (the
-    current stream was switched) the whole window counts as off-stream work: never less."""
+    current stream was switched) the whole window counts as off-stream work: never less; when
+    nothing at all was recorded (CUPTI switched off or its buffers taken) None: not vouched for.
+    """
     inside = sorted(r for r in records if before <= r[0] <= after)
+    if not inside:
+        return None
     own = [r for r in inside if r[2] == timed_stream][:prelude]
     if len(own) < prelude:
         rest, off = inside, True

@@ -47,6 +47,11 @@ class Snapshot:
         self._ids = {name: id(obj) for name, obj in {**_targets(), **own}.items()}
         self._own = own
         self._threads = threading.active_count()
+        self._flags: list[str] = []
+
+    def flag(self, what: str) -> None:
+        """A violation seen by the worker's own machinery (e.g. the timer's trace went dark)."""
+        self._flags.append(what)
 
     def violations(self) -> list[str]:
         now = {**_targets(), **self._own_now()}
@@ -58,7 +63,7 @@ class Snapshot:
         extra = threading.active_count() - self._threads
         if extra > 0:
             bad.append(f"threads: {extra} started by the candidate")
-        return sorted(bad)
+        return sorted(bad + self._flags)
 
     def _own_now(self) -> dict[str, Any]:
         mod = sys.modules.get("sandboxharness.worker.runner")

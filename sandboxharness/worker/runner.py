@@ -184,6 +184,9 @@ class Worker:
         calls = [lambda i=i, o=o: self.fn(*i, *o)
                  for i, o in zip(self.prepared, outs, strict=True)]
         rets, times, info = self.gpu.time_calls(calls)
+        if info.get("trace_lost") and self.snapshot is not None:
+            self.snapshot.flag(f"CUPTI recorded nothing in {info['trace_lost']} timed calls "
+                               "(tracing switched off or its buffers taken)")
         self.kept = []
         for ret, o in zip(rets, outs, strict=True):
             if dps:

@@ -64,3 +64,17 @@ def test_work_on_a_private_stream_is_counted(timer: GpuTimer, size: str) -> None
     if size == "large":
         assert stream < 0.25 * honest, "plain stream events must miss the side stream here"
         assert info["other_streams_longer"] >= 15
+
+
+def test_switching_cupti_off_is_reported(timer: GpuTimer) -> None:
+    """A candidate that turns tracing off must not get plain events back quietly."""
+    if not timer.cupti:
+        pytest.skip("CUPTI path only")
+    from cupti import cupti
+
+    def sabotage() -> None:
+        for kind in ("CONCURRENT_KERNEL", "MEMCPY", "MEMSET"):
+            cupti.activity_disable(getattr(cupti.ActivityKind, kind))
+
+    _, _, info = timer.time_calls([sabotage] + [lambda: None] * 3)
+    assert info["trace_lost"] >= 3 or info["off_stream_calls"] >= 3, info

@@ -38,6 +38,11 @@ def test_nothing_but_the_prelude_is_zero() -> None:
     assert window_span([FLUSH, PAD], 90 * US, 500 * US, 2, TIMED) == (0.0, False)
 
 
+def test_a_window_with_no_activity_at_all_is_not_vouched_for() -> None:
+    """Not even the timer's own flush: CUPTI was switched off or its buffers taken."""
+    assert window_span([(600 * US, 900 * US, TIMED)], 90 * US, 500 * US, 2, TIMED) is None
+
+
 def test_a_switched_current_stream_counts_the_whole_window() -> None:
     moved = [(r[0], r[1], SIDE) for r in (FLUSH, PAD)] + [(262 * US, 270 * US, SIDE)]
     span, off = window_span(moved, 90 * US, 500 * US, 2, TIMED)
@@ -60,3 +65,12 @@ def test_clock_account_keeps_known_plain_fields_only() -> None:
     assert info["stream_median_ms"] == pytest.approx(0.02)
     assert "evil" not in info and "sync_floor_s" not in info
     assert _clock_info("not a dict") == {} and _clock_info({"stream_s": [-1.0]}) == {}
+
+
+def test_a_flag_raised_by_the_worker_is_a_violation() -> None:
+    from sandboxharness.worker.integrity import Snapshot
+
+    snap = Snapshot({})
+    assert snap.violations() == []
+    snap.flag("CUPTI recorded nothing in 3 timed calls")
+    assert snap.violations() == ["CUPTI recorded nothing in 3 timed calls"]
