@@ -19,26 +19,19 @@ def inputs_table() -> None:
     """Ours and do_bench, each with the same input set every call and with fresh ones."""
     import itertools
 
-    import torch
     import triton.testing
-    from gpu_validate import _load_callable, _Random  # type: ignore[import-not-found]
+    from gpu_validate import warm_kernel  # type: ignore[import-not-found]
 
-    from sandboxharness.stages.cases import _payload
     from sandboxharness.worker import gpu
-    from sandboxharness.worker.tensorgen import make_inputs, make_outputs
+    from sandboxharness.worker.tensorgen import make_outputs
 
     print("| kernel | ours same | ours fresh | do_bench same | do_bench fresh |")
     print("| --- | --- | --- | --- | --- |")
     timer = gpu.GpuTimer()
     for label, dname, axes in [("axpy_f32/cuda_tvmffi_honest", "axpy_f32", {"n": 1048573}),
                                ("axpy_f32/triton_honest", "axpy_f32", {"n": 1048573})]:
-        defn, fn = _load_callable(label, dname)
-        payload = _payload(defn, axes, {k: _Random() for k in defn.inputs})
-        sets = [(make_inputs(payload, 1000 + i, "cuda", ""), make_outputs(payload, "cuda"))
-                for i in range(50)]
-        for _ in range(5):
-            fn(*sets[0][0], *sets[0][1])
-        torch.cuda.synchronize()
+        fn, payload, inputs, _ = warm_kernel(label, dname, axes, 50)
+        sets = [(a, make_outputs(payload, "cuda")) for a in inputs]
         a0, o0 = sets[0]
         same = statistics.median(timer.time_calls(
             [lambda f=fn, a=a0, o=o0: f(*a, *o)] * 50)[1]) * 1e3
@@ -62,13 +55,11 @@ def main() -> None:
     if "--inputs" in sys.argv:
         inputs_table()
         return
-    import torch
     import triton.testing
-    from gpu_validate import _load_callable, _Random  # type: ignore[import-not-found]
+    from gpu_validate import warm_kernel  # type: ignore[import-not-found]
 
-    from sandboxharness.stages.cases import _payload
     from sandboxharness.worker import gpu
-    from sandboxharness.worker.tensorgen import make_inputs, make_outputs
+    from sandboxharness.worker.tensorgen import make_outputs
 
     print("| kernel | axes | pad us | ours ms | do_bench ms | ours/do_bench |")
     print("| --- | --- | --- | --- | --- | --- |")
@@ -76,21 +67,13 @@ def main() -> None:
                                ("axpy_f32/triton_honest", "axpy_f32", {"n": 1048573}),
                                ("rmsnorm_h4096/triton_honest", "rmsnorm_h4096",
                                 {"batch_size": 170})]:
-        defn, fn = _load_callable(label, dname)
-        payload = _payload(defn, axes, {k: _Random() for k in defn.inputs})
-        sets = [make_inputs(payload, 1000 + i, "cuda", "") for i in range(50)]
-        outs = make_outputs(payload, "cuda")
-        for _ in range(5):
-            fn(*sets[0], *outs)
-        torch.cuda.synchronize()
+        fn, payload, sets, outs = warm_kernel(label, dname, axes, 50)
         db = triton.testing.do_bench(lambda f=fn, s=sets[0], o=outs: f(*s, *o),
                                      return_mode="median")
         for pad in (0.0, 20e-6, 100e-6):
             gpu.PAD_S = pad
             timer = gpu.GpuTimer()
-            timer.time_calls([lambda: None])
-            if pad == 0.0:
-                timer._pad_cycles = 0  # no spin at all, as do_bench
+            timer.time_calls([lambda: None])  # PAD_S 0: a 1-cycle spin, i.e. none
             fresh = [(a, make_outputs(payload, "cuda")) for a in sets]
             _, times, _ = timer.time_calls([lambda a=a, o=o, f=fn: f(*a, *o)
                                             for a, o in fresh])

@@ -303,21 +303,32 @@ def _load_callable(label: str, dname: str) -> tuple[Any, Any]:
     return defn, getattr(mod, sol.spec.entry_function)
 
 
-def _time_one(label: str, dname: str, axes: dict[str, int], timers: dict[str, Any],
-              fib_bench: Any, stage_ms: float | None) -> dict[str, Any]:
+def warm_kernel(label: str, dname: str, axes: dict[str, int], n_sets: int
+                ) -> tuple[Any, dict[str, Any], list[list[Any]], list[Any]]:
+    """(callable, case payload, n_sets seeded input sets, one output set), after 5 warm calls."""
     import torch
-    import triton.testing
 
     from sandboxharness.stages.cases import _payload
     from sandboxharness.worker.tensorgen import make_inputs, make_outputs
 
     defn, fn = _load_callable(label, dname)
     payload = _payload(defn, axes, {k: _Random() for k in defn.inputs})
-    sets = [make_inputs(payload, 1000 + i, "cuda", "") for i in range(60)]
+    sets = [make_inputs(payload, 1000 + i, "cuda", "") for i in range(n_sets)]
     outs = make_outputs(payload, "cuda")
     for _ in range(5):
         fn(*sets[0], *outs)
     torch.cuda.synchronize()
+    return fn, payload, sets, outs
+
+
+def _time_one(label: str, dname: str, axes: dict[str, int], timers: dict[str, Any],
+              fib_bench: Any, stage_ms: float | None) -> dict[str, Any]:
+    import torch
+    import triton.testing
+
+    from sandboxharness.worker.tensorgen import make_outputs
+
+    fn, payload, sets, outs = warm_kernel(label, dname, axes, 60)
     row: dict[str, Any] = {"kernel": label, "axes": axes, "stage_ms": stage_ms}
     for name, timer in timers.items():  # the stage's method: fresh inputs and outputs per call
         fresh = [(args, make_outputs(payload, "cuda")) for args in sets[10:]]
