@@ -22,7 +22,7 @@ def inputs_table() -> None:
     import triton.testing
     from gpu_validate import warm_kernel  # type: ignore[import-not-found]
 
-    from sandboxharness.worker import gpu
+    from sandboxharness.worker import gputimer as gpu
     from sandboxharness.worker.tensorgen import make_outputs
 
     print("| kernel | ours same | ours fresh | do_bench same | do_bench fresh |")
@@ -58,7 +58,7 @@ def main() -> None:
     import triton.testing
     from gpu_validate import warm_kernel  # type: ignore[import-not-found]
 
-    from sandboxharness.worker import gpu
+    from sandboxharness.worker import gputimer as gpu
     from sandboxharness.worker.tensorgen import make_outputs
 
     print("| kernel | axes | pad us | ours ms | do_bench ms | ours/do_bench |")

@@ -370,7 +370,7 @@ TIMED = [("rmsnorm_h4096/triton_honest", "rmsnorm_h4096", {"batch_size": 8804}),
 
 
 def timing_comparison(stage_medians: dict[str, float]) -> list[dict[str, Any]]:
-    from sandboxharness.worker.gpu import NO_CUPTI_ENV, GpuTimer
+    from sandboxharness.worker.gputimer import NO_CUPTI_ENV, GpuTimer
 
     fib_bench, fib_note = _fib_do_bench()
     log(f"FIB timing: {fib_note}")

@@ -101,7 +101,7 @@ def ceilings() -> dict[str, Any]:
     """Measured once per process: copy bandwidth, bf16 matmul rate, and the timer's floor."""
     import torch
 
-    from ..worker.gpu import GpuTimer
+    from ..worker.gputimer import GpuTimer
 
     n = 1 << 28  # 1 GiB of float32 read + 1 GiB written
     copy_ms = _copy_ms(n)

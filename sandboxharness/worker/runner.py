@@ -88,7 +88,7 @@ class Worker:
         self.snapshot: Snapshot | None = None
         self.kept: list[Any] = []
         self.prepared: list[list[Any]] = []
-        self.gpu: Any = None  # worker.gpu.GpuTimer on CUDA devices, else None
+        self.gpu: Any = None  # worker.gputimer.GpuTimer on CUDA devices, else None
 
     # -- one call of the candidate --------------------------------------------------------
     def _invoke(self, inputs: list[Any], case: dict[str, Any]) -> tuple[list[Any], float]:
@@ -129,7 +129,7 @@ class Worker:
         for var, sub in (msg.get("env_in_out") or {}).items():  # trusted baselines only
             os.environ[str(var)] = str(Path(msg["out"]) / str(sub))
         if msg["device"].startswith("cuda"):
-            from .gpu import GpuTimer
+            from .gputimer import GpuTimer
 
             self.gpu = GpuTimer()
         self.snapshot = Snapshot(own)
@@ -176,7 +176,7 @@ class Worker:
 
     def _timed_gpu(self) -> dict[str, Any]:
         """do_bench-style CUDA events, cold L2, fresh input addresses, every stream counted
-        (CUPTI, or the device-sync floor without it: see worker.gpu.GpuTimer)."""
+        (CUPTI, or the device-sync floor without it: see worker.gputimer.GpuTimer)."""
         case, dps = self.bench_case, self.hello["dps"]
         moved = self.gpu.fresh(self.prepared)
         outs = [make_outputs(case, self.hello["device"]) if dps else []

@@ -8,7 +8,7 @@ import statistics
 
 import pytest
 
-from sandboxharness.worker.gpu import NO_CUPTI_ENV, GpuTimer
+from sandboxharness.worker.gputimer import NO_CUPTI_ENV, GpuTimer
 
 pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")

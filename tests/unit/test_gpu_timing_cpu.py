@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from sandboxharness.stages.execute import _clock_info
-from sandboxharness.worker.gpu import sync_excess
+from sandboxharness.worker.gputimer import sync_excess
 from sandboxharness.worker.gputrace import window_span
 
 US = 1_000  # ns
