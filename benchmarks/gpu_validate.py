@@ -56,9 +56,6 @@ def _missing_analysers() -> bool:
 
 NO_ANALYSERS = _missing_analysers()
 """True when the analysers are missing (then the red team runs with static analysis off)."""
-DEFAULT_DENY = ["subprocess", "socket", "ctypes", "cffi", "multiprocessing", "threading",
-                "concurrent", "asyncio", "importlib", "pickle", "marshal", "shutil", "urllib",
-                "http", "requests", "pty", "signal", "gc", "inspect", "builtins", "code", "sys"]
 
 
 def log(msg: str) -> None:
@@ -193,6 +190,8 @@ def corpus_tasks(sanitizer_tools: list[str]) -> list[dict[str, Any]]:
 
 
 def redteam_tasks() -> list[dict[str, Any]]:
+    from sandboxharness.api import default_policy
+
     path = K / "redteam" / "manifest.json"
     if not path.is_file():
         return []
@@ -205,12 +204,11 @@ def redteam_tasks() -> list[dict[str, Any]]:
         if NO_ANALYSERS and c["id"] == "side_stream":  # without static the stage counts the time
             exp = "promote"
         pol = policy_dict("gpu-redteam", sanitizer={"tools": ["memcheck"]})
-        if not NO_ANALYSERS:
+        if not NO_ANALYSERS:  # the default policy's static analysis and import rules, as is
+            default = default_policy().model_dump(mode="json")
             pol["description"] = "gpu_validate red team: the default policy's analysers"
-            pol["static"] = {"bandit": True, "semgrep": True, "ast_rules": True,
-                             "fail_on": "medium"}
-            pol["imports"] = {"deny": DEFAULT_DENY}
-            pol["forbid_baseline_library"] = True
+            for key in ("static", "imports", "forbid_baseline_library"):
+                pol[key] = default[key]
         for k, v in (c.get("policy") or {}).items():
             pol[k] = {**pol[k], **v} if isinstance(v, dict) and isinstance(pol.get(k), dict) else v
         tasks.append({"label": f"redteam/{c['id']}", "group": "redteam", "expected": exp,

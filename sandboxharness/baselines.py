@@ -177,9 +177,9 @@ def extend_benchmark(sandbox: Sandbox, definition: Definition, policy: Policy, c
         entry["roofline"] = roofline.position(definition, bench.case.axes, bench.case.payload,
                                               med_ms, ceil)
     details["ceilings"] = ceil
-    details["timing"] = ("per call (as triton.testing.do_bench): L2 flushed (max(2x L2, 256 MB) "
-                         "written), start event, call, end event on the current stream; then a "
-                         "device-wide sync, and the time is raised to the span of the work on "
-                         "every stream (CUPTI, or the sync floor without it); outputs poisoned "
-                         "and inputs at addresses the candidate never saw, fresh per call")
+    details["timing"] = ("per call, as triton.testing.do_bench: L2 flush (max(2x L2, 256 MB) "
+                         "written), start event, call, end event on the current stream, then a "
+                         "device-wide sync; work that ran off that stream raises the time (see "
+                         "each workload's clock.method and worker/gputimer.py); outputs "
+                         "poisoned, inputs fresh per call at addresses the candidate never saw")
     return reasons, details

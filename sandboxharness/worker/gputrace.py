@@ -3,7 +3,7 @@
 The CUPTI activity API (through ``cupti-python``, when it imports and libcupti loads) records
 each kernel, copy and memset with its start and end on the GPU's clock, whatever stream it
 ran on. The timer uses it to see work a candidate hides on a private stream; it is only ever
-used to make a timing *longer* than the timed stream's own events (see ``gpu.GpuTimer``).
+used to make a timing *longer* than the timed stream's own events (see ``gputimer.GpuTimer``).
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@ call, the no-CUPTI sync floor, and what the host keeps of the worker's account."
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from sandboxharness.stages.execute import _clock_info
@@ -74,3 +76,18 @@ def test_a_flag_raised_by_the_worker_is_a_violation() -> None:
     assert snap.violations() == []
     snap.flag("CUPTI recorded nothing in 3 timed calls")
     assert snap.violations() == ["CUPTI recorded nothing in 3 timed calls"]
+
+
+def test_gpu_jobs_get_the_cupti_library_dir_only_when_it_holds_libcupti(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sandboxharness.stages import compile_cuda
+
+    monkeypatch.setenv("SHX_CUPTI_LIB_DIR", str(tmp_path))
+    compile_cuda.cupti_lib_dir.cache_clear()
+    try:
+        assert compile_cuda.gpu_env().get("LD_LIBRARY_PATH") != str(tmp_path.resolve())
+        (tmp_path / "libcupti.so").write_bytes(b"")
+        compile_cuda.cupti_lib_dir.cache_clear()
+        assert compile_cuda.gpu_env()["LD_LIBRARY_PATH"] == str(tmp_path.resolve())
+    finally:
+        compile_cuda.cupti_lib_dir.cache_clear()
