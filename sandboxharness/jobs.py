@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
+from .errors import InfrastructureError, InputError
 from .models import Definition, Policy, Solution, WorkloadTrace
 from .models.workload import SafetensorsInput
 from .sandbox.interface import JobSpec, Sandbox
@@ -20,31 +21,59 @@ from .stages.cases import Case
 from .stages.execute import Plan, RoleRun, run_role
 
 
+def _allowed_bases(root: Path) -> list[Path]:
+    """Where a blob may really live: the blob root, and for a Hugging Face cache snapshot
+    (``<repo>/snapshots/<rev>/...``, files that are relative links into ``<repo>/blobs``) that
+    repo's ``blobs`` folder. Nothing else: a link leaving the dataset tree is refused."""
+    bases = [root.resolve()]
+    for base in (root, root.resolve()):
+        for anc in (base, *base.parents):
+            if anc.parent.name == "snapshots" and (anc.parent.parent / "blobs").is_dir():
+                bases.append((anc.parent.parent / "blobs").resolve())
+                break
+    return bases
+
+
+def _expose(blob: Path, target: Path) -> None:
+    """Give the sandbox's unprivileged uid a readable copy without touching the user's file:
+    a hard link only when the blob is already world-readable (``safetensors.save_file`` writes
+    0600), else a 0644 copy in the per-evaluation directory."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if blob.stat().st_mode & stat.S_IROTH:
+        try:
+            os.link(blob, target)
+            return
+        except OSError:
+            pass  # another filesystem, or protected hard links: copy instead
+    tmp = target.with_name(target.name + ".part")
+    shutil.copyfile(blob, tmp)
+    tmp.chmod(0o644)
+    tmp.replace(target)
+
+
 def stage_blobs(workloads: list[WorkloadTrace], blob_root: Path | None, data_dir: Path) -> Path:
     """Check every safetensors input exists (a clear error, not a crash), then expose only those
-    blobs to the sandbox: hard links (copies across filesystems) in a per-evaluation directory,
-    never the blob root itself, which may hold anything."""
-    root = (blob_root or Path.cwd()).resolve()
+    blobs to the sandbox: readable links or copies in a per-evaluation directory, never the blob
+    root itself, which may hold anything."""
+    root = blob_root or Path.cwd()
+    bases = _allowed_bases(root)
     data_dir.mkdir(parents=True, exist_ok=True)
     for wl in workloads:
         for name, spec in wl.workload.inputs.items():
             if not isinstance(spec, SafetensorsInput):
                 continue
             blob = (root / spec.path).resolve()
-            if not blob.is_relative_to(root):
+            if not any(blob.is_relative_to(b) for b in bases):
                 raise InputError(f"blob path of input {name!r} leaves the blob root",
                                  where=f"workload {wl.workload.uuid}")
             if not blob.is_file():
                 raise InputError(f"safetensors blob for input {name!r} not found: {blob}",
                                  where=f"workload {wl.workload.uuid}")
             target = data_dir / spec.path
-            if target.exists():
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                os.link(blob, target)
-            except OSError:
-                shutil.copyfile(blob, target)
+            if not target.exists():
+                _expose(blob, target)
+            if not target.stat().st_mode & stat.S_IROTH:  # a harness fault, never the kernel's
+                raise InfrastructureError(f"staged blob {target} is not readable by the sandbox")
     for d in (data_dir, *[p for p in data_dir.rglob("*") if p.is_dir()]):
         d.chmod(0o755)  # readable by the sandbox's unprivileged uid, writable by nobody there
     return data_dir
