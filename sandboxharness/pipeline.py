@@ -31,7 +31,7 @@ from .models import (
 )
 from .sandbox import select_backend
 from .sandbox.interface import Sandbox
-from .stages import benchmark, compile_cuda, correctness, precheck, sanitizer
+from .stages import benchmark, compile_cuda, correctness, honesty, precheck, sanitizer
 from .stages.cases import build_cases
 
 Observer = Callable[[StageResult], None]
@@ -144,6 +144,9 @@ class Harness:
         else:
             reasons, details = correctness.judge(definition, self.policy, cand, ref, cand_dir,
                                                  ref_dir, str(data_dir))
+            if not reasons:  # every call held to what it returned, in the declared language
+                reasons = honesty.rebound(cand) or honesty.launches(
+                    solution.spec.language.value, cand)
         details["root_seed"] = seed
         emit(StageResult(stage=Stage.CORRECTNESS, status="failed" if reasons else "passed",
                          duration_s=cand.wall_s.get("correctness", 0.0) + time.monotonic() - t1,
@@ -161,7 +164,8 @@ class Harness:
             return
         t2 = time.monotonic()
         b_reasons, b_details = benchmark.judge(definition, self.policy, cand, ref, cand_dir,
-                                               ref_dir, str(data_dir), device)
+                                               ref_dir, str(data_dir), device,
+                                               solution.spec.language.value)
         if cand.fault is not None and cand.fault_phase == "benchmark":
             b_reasons.insert(0, Reason(code=cand.fault.code, stage=Stage.BENCHMARK,
                                        message=cand.fault.message))

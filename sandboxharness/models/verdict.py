@@ -64,6 +64,9 @@ class ReasonCode(StrEnum):
     """NaN/Inf where the reference is finite (also: outputs left unwritten)."""
     INPUT_MUTATED = "INPUT_MUTATED"
     """An input tensor changed during the call."""
+    LANGUAGE_NOT_USED = "LANGUAGE_NOT_USED"
+    """A call launched no kernel of the solution's declared language (e.g. a ``triton``
+    solution whose work is done by torch ops)."""
     # benchmark
     TIMING_INCONSISTENT = "TIMING_INCONSISTENT"
     """Reported timings disagree with the trusted side's own clock."""
@@ -73,6 +76,9 @@ class ReasonCode(StrEnum):
     """Speedup under the policy's minimum."""
     TIMING_UNSTABLE = "TIMING_UNSTABLE"
     """Dispersion over the policy's maximum."""
+    IMPLAUSIBLE_SPEED = "IMPLAUSIBLE_SPEED"
+    """Measured time below the workload's speed-of-light bound (bytes that must move over the
+    measured copy bandwidth): physically impossible, so not a real measurement."""
     # sanitizer
     SANITIZER_MEMCHECK = "SANITIZER_MEMCHECK"
     """compute-sanitizer memcheck: out-of-bounds or misaligned access, leak, bad free."""

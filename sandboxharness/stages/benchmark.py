@@ -9,16 +9,28 @@ from typing import Any
 
 from ..models import Definition, Policy
 from ..models.verdict import Reason, ReasonCode, Stage
+from . import honesty
 from .correctness import judge_call
 from .execute import CallResult, RoleRun
 
-# A timed call cannot take less than this share of the host-measured span of the timed batch,
-# less a fixed allowance for the round trip; anything below means the clock was lied to.
-MIN_REPORTED_SHARE = 0.5
-# Generous on purpose: a scheduler stall on a busy machine must never reject an honest kernel;
-# a clock that lies by orders of magnitude still shows (and the worker's clock is snapshotted).
-ROUNDTRIP_ALLOWANCE_S = 0.1
-PER_CALL_ALLOWANCE_S = 0.002
+# The worker's times against the span the host saw between each timed call's ``ready`` and
+# ``done`` frames: the median span may exceed twice the median reported time by no more than a
+# fixed allowance (the L2 flush, events, the frames, a late wake-up of the host). Medians, so a
+# scheduler stall on some calls never rejects an honest kernel; a clock that claims a fraction
+# of the real time on most calls shows from a few milliseconds per call up.
+SPAN_FACTOR = 2.0
+SPAN_ALLOWANCE_S = 0.003
+
+
+def clock_disagrees(times: list[float], spans: list[float]) -> str | None:
+    """Why the worker's times cannot be true against the host's per-call spans, or None."""
+    if len(spans) != len(times) or not times:
+        return None
+    t, s = statistics.median(times), statistics.median(spans)
+    if s > SPAN_FACTOR * t + SPAN_ALLOWANCE_S:
+        return (f"median timed call reported {t * 1e3:.3f} ms while the host saw it take "
+                f"{s * 1e3:.3f} ms")
+    return None
 
 
 def summarize(times: list[float]) -> dict[str, float]:
@@ -30,33 +42,39 @@ def summarize(times: list[float]) -> dict[str, float]:
 
 
 def judge(definition: Definition, policy: Policy, cand: RoleRun, ref: RoleRun, cand_dir: Path,
-          ref_dir: Path, data_dir: str, device: str) -> tuple[list[Reason], dict[str, Any]]:
+          ref_dir: Path, data_dir: str, device: str,
+          language: str = "") -> tuple[list[Reason], dict[str, Any]]:
     reasons: list[Reason] = []
     per_workload: list[dict[str, Any]] = []
     ref_bench = {b.case.id: b for b in ref.benches}
-    ref_calls = {(c.case.id, c.trial): c for c in ref.calls}
+    ref_calls = {(c.case.id, c.sampled_index): c for c in ref.calls
+                 if c.sampled_index is not None}
     speedups: list[float] = []
     for bench in cand.benches:
         cs = summarize(bench.times_s)
         reported = sum(bench.times_s)
-        floor = MIN_REPORTED_SHARE * bench.host_elapsed_s - (
-            ROUNDTRIP_ALLOWANCE_S + PER_CALL_ALLOWANCE_S * len(bench.times_s))
-        if reported > bench.host_elapsed_s or reported < floor:
+        spans = [c.host_span_s for c in bench.calls]
+        why = ("reported more in all than the host measured"
+               if reported > bench.host_elapsed_s else clock_disagrees(bench.times_s, spans))
+        if why:
             reasons.append(Reason(code=ReasonCode.TIMING_INCONSISTENT, stage=Stage.BENCHMARK,
-                                  message=f"workload {bench.case.axes}: worker reported "
-                                  f"{reported * 1e3:.3f} ms in all, host measured "
-                                  f"{bench.host_elapsed_s * 1e3:.3f} ms"))
+                                  message=f"workload {bench.case.axes}: {why} (worker "
+                                  f"{reported * 1e3:.3f} ms in all, host "
+                                  f"{sum(spans) * 1e3:.3f} ms over the calls)"))
+        reasons.extend(honesty.timed(language, bench))
         for idx, fname in bench.sampled.items():
-            ref_call = ref_calls.get((bench.case.id, 1000 + idx))
+            ref_call = ref_calls.get((bench.case.id, idx))
             if ref_call is None or ref_call.error is not None:
                 continue
-            cand_call = CallResult(bench.case, 1000 + idx, bench.seeds[idx], file=fname,
-                                   reply={"n_outputs": len(bench.case.payload["outputs"])})
+            cand_call = CallResult(bench.case, -1, bench.seeds[idx], file=fname,
+                                   reply={"n_outputs": len(bench.case.payload["outputs"])},
+                                   bound=bench.calls[idx].bound, sampled_index=idx)
             code, msg, _ = judge_call(definition, policy, cand_call, cand_dir, ref_call, ref_dir,
-                                      data_dir, check_inputs=False)
+                                      data_dir)
             if code is not None:
-                reasons.append(Reason(code=ReasonCode.BENCH_OUTPUT_MISMATCH,
-                                      stage=Stage.BENCHMARK,
+                if code not in (ReasonCode.INTEGRITY_VIOLATION, ReasonCode.INPUT_MUTATED):
+                    code = ReasonCode.BENCH_OUTPUT_MISMATCH
+                reasons.append(Reason(code=code, stage=Stage.BENCHMARK,
                                       message=f"timed call #{idx} of workload {bench.case.axes}: "
                                       f"{msg}"))
                 break

@@ -1,4 +1,10 @@
-"""Drive one sandboxed worker (candidate or reference) through a plan; record raw facts only."""
+"""Drive one sandboxed worker (candidate or reference) through a plan; record raw facts only.
+
+Every call's results are bound when the call returns: the worker sends their digests on the
+channel (the reply of a correctness call; ``ready``/``done``/``bound`` frames around each
+timed call) before any more candidate code runs, and the host holds them (see
+``worker.binding``).
+"""
 
 from __future__ import annotations
 
@@ -15,6 +21,10 @@ from ..sandbox.interface import ExitInfo, JobSpec, Sandbox
 from .cases import Case, derive_seed
 from .session import KernelFault, WorkerSession
 
+EXTRA_WARMUP = 3
+"""Up to this many warm-up calls beyond the policy's, chosen per workload in secret, so a
+candidate cannot count its way to the first timed call."""
+
 
 @dataclass
 class CallResult:
@@ -24,6 +34,27 @@ class CallResult:
     file: Path | None = None
     reply: dict[str, Any] | None = None
     error: str | None = None
+    bound: dict[str, str] = field(default_factory=dict)
+    """Digests the worker sent right after the call: ``out`` and ``in`` (post-call inputs)."""
+    sampled_index: int | None = None
+    """Set for the re-check of a timed call: its index in the workload's timed batch."""
+    launches: int | None = None
+    """Triton kernels the call launched (worker-counted; None where not counted)."""
+
+
+@dataclass
+class TimedCall:
+    """What the host learned about one timed call while it happened."""
+
+    pre_in: str = ""
+    """Digest of the inputs as made, announced before the call."""
+    bound: dict[str, str] = field(default_factory=dict)
+    described: list[Any] = field(default_factory=list)
+    launches: int | None = None
+    host_span_s: float = 0.0
+    """Host clock from the ``ready`` frame to the ``done`` frame (call, sync, flush)."""
+    re_out: str = ""
+    """Digest of its outputs after the whole batch."""
 
 
 @dataclass
@@ -35,6 +66,8 @@ class BenchResult:
     sampled: dict[int, Path] = field(default_factory=dict)
     clock: dict[str, Any] = field(default_factory=dict)
     """How the worker says it timed (GPU): informational, never trusted for a decision."""
+    calls: list[TimedCall] = field(default_factory=list)
+    dumped: dict[int, dict[str, str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -47,6 +80,8 @@ class RoleRun:
     fault_phase: str | None = None
     exit: ExitInfo | None = None
     wall_s: dict[str, float] = field(default_factory=dict)
+    rechecked: dict[str, str] = field(default_factory=dict)
+    """Result file name -> digest of that call's outputs after every correctness call."""
 
 
 @dataclass(frozen=True)
@@ -98,14 +133,27 @@ def run_role(sandbox: Sandbox, job: JobSpec, hello: dict[str, Any], plan: Plan,
     return run
 
 
-def _call(session: WorkerSession, run: RoleRun, case: Case, trial: int, seed: int,
-          out_dir: str, timeout: float) -> None:
-    name = f"{case.id}_t{trial}.safetensors"
-    result = CallResult(case, trial, seed)
+def _digests(raw: Any) -> dict[str, str]:
+    if not isinstance(raw, dict):
+        return {}
+    return {k: raw[k] for k in ("out", "in") if isinstance(raw.get(k), str)}
+
+
+def _count(raw: Any) -> int | None:
+    return raw if isinstance(raw, int) and not isinstance(raw, bool) and raw >= 0 else None
+
+
+def _call(session: WorkerSession, run: RoleRun, result: CallResult, out_dir: str,
+          timeout: float) -> None:
+    tag = f"b{result.sampled_index}" if result.sampled_index is not None else f"t{result.trial}"
+    name = f"{result.case.id}_{tag}.safetensors"
     try:
-        result.reply = session.request({"op": "call", "case": case.payload, "seed": seed,
-                                        "save": f"{out_dir}/{name}"}, timeout)
+        result.reply = session.request({"op": "call", "case": result.case.payload,
+                                        "seed": result.seed, "save": f"{out_dir}/{name}"},
+                                       timeout)
         result.file = Path(name)
+        result.bound = _digests(result.reply.get("bound"))
+        result.launches = _count(result.reply.get("launches"))
     except KernelFault as fault:
         if fault.code != ReasonCode.RUNTIME_ERROR:
             raise
@@ -115,14 +163,22 @@ def _call(session: WorkerSession, run: RoleRun, case: Case, trial: int, seed: in
 
 def _calls(session: WorkerSession, run: RoleRun, plan: Plan, out_dir: str) -> None:
     timeout = plan.policy.limits.run_timeout_s
-    for case in plan.cases:
-        for trial in range(plan.trials):
-            _call(session, run, case, trial, plan.trial_seed(case, trial), out_dir, timeout)
+    order = [(case, trial) for case in plan.cases for trial in range(plan.trials)]
+    secrets.SystemRandom().shuffle(order)  # no fixed call order to count along
+    for case, trial in order:
+        _call(session, run, CallResult(case, trial, plan.trial_seed(case, trial)), out_dir,
+              timeout)
     # the reference also computes the outputs of the candidate's sampled timed calls
     for case in plan.bench_cases:
         seeds = plan.bench_seeds(case)
         for idx in plan.sampled.get(case.id, []):
-            _call(session, run, case, 1000 + idx, seeds[idx], out_dir, timeout)
+            _call(session, run, CallResult(case, -1, seeds[idx], sampled_index=idx), out_dir,
+                  timeout)
+    if run.calls:
+        reply = session.request({"op": "recheck"}, timeout)
+        now = reply.get("digests")
+        if isinstance(now, dict):
+            run.rechecked = {Path(str(k)).name: v for k, v in now.items() if isinstance(v, str)}
 
 
 def _clock_info(raw: Any) -> dict[str, Any]:
@@ -144,31 +200,71 @@ def _clock_info(raw: Any) -> dict[str, Any]:
     return out
 
 
+class _TimedFrames:
+    """Collects the ``ready``/``done``/``bound`` frames of one timed batch, in order."""
+
+    def __init__(self, n: int) -> None:
+        self.calls = [TimedCall() for _ in range(n)]
+        self._ready_at: float | None = None
+        self._next = (0, "ready")
+
+    def __call__(self, frame: dict[str, Any], at: float) -> None:
+        i, stage = frame.get("i"), frame.get("stage")
+        if (i, stage) != self._next:
+            raise KernelFault(ReasonCode.WORKER_PROTOCOL,
+                              f"timed frame {stage!r} #{i} out of order (expected {self._next})")
+        assert isinstance(i, int)  # noqa: S101  (checked just above)
+        call = self.calls[i]
+        if stage == "ready":
+            call.pre_in = str(frame.get("in", ""))
+            self._ready_at, self._next = at, (i, "done")
+        elif stage == "done":
+            call.host_span_s = at - (self._ready_at or at)
+            call.launches = _count(frame.get("launches"))
+            self._next = (i, "bound")
+        else:
+            call.bound = _digests(frame)
+            described = frame.get("described")
+            call.described = described if isinstance(described, list) else []
+            self._next = (i + 1, "ready")
+
+    def complete(self) -> bool:
+        return self._next == (len(self.calls), "ready")
+
+
 def _benches(session: WorkerSession, run: RoleRun, plan: Plan, out_dir: str, role: str) -> None:
     rules = plan.policy.benchmark
     timeout = plan.policy.limits.run_timeout_s
+    rng = secrets.SystemRandom()
     for case in plan.bench_cases:
         bench = BenchResult(case, plan.bench_seeds(case))
-        session.request({"op": "prepare", "case": case.payload, "seeds": bench.seeds,
-                         "warmup": rules.warmup,
+        session.request({"op": "prepare", "case": case.payload,
+                         "warmup": rules.warmup + rng.randrange(EXTRA_WARMUP + 1),
                          "warmup_seed": derive_seed(plan.seed, "warmup", case.id)}, timeout)
+        frames = _TimedFrames(len(bench.seeds))
         t0 = time.monotonic()
-        reply = session.request({"op": "timed"}, timeout)
+        reply = session.request({"op": "timed", "seeds": bench.seeds}, timeout,
+                                on_progress=frames, max_progress=3 * len(bench.seeds))
         bench.host_elapsed_s = time.monotonic() - t0
-        times = reply.get("times_s")
+        times, re_out = reply.get("times_s"), reply.get("re_out")
         if not isinstance(times, list) or len(times) != len(bench.seeds) or not all(
             isinstance(t, (int, float)) and t >= 0 for t in times
-        ):
+        ) or not frames.complete() or not isinstance(re_out, list) or len(re_out) != len(times):
             raise KernelFault(ReasonCode.WORKER_PROTOCOL, "timed reply is malformed")
         bench.times_s = [float(t) for t in times]
         bench.clock = _clock_info(reply.get("clock"))
+        bench.calls = frames.calls
+        for call, digest in zip(bench.calls, re_out, strict=True):
+            call.re_out = str(digest)
         if role == "candidate" and rules.sampled_checks:
             # chosen only after the timed calls returned, so the candidate cannot know them
-            rng = secrets.SystemRandom()
             k = min(rules.sampled_checks, len(bench.seeds))
             idx = sorted(rng.sample(range(len(bench.seeds)), k))
             names = [f"{case.id}_b{i}.safetensors" for i in idx]
-            session.request({"op": "dump", "indices": idx,
-                             "paths": [f"{out_dir}/{n}" for n in names]}, timeout)
+            dumped = session.request({"op": "dump", "indices": idx,
+                                      "paths": [f"{out_dir}/{n}" for n in names]}, timeout)
             bench.sampled = {i: Path(n) for i, n in zip(idx, names, strict=True)}
+            raw = dumped.get("bound")
+            if isinstance(raw, list) and len(raw) == len(idx):
+                bench.dumped = {i: _digests(b) for i, b in zip(idx, raw, strict=True)}
         run.benches.append(bench)

@@ -41,3 +41,28 @@ def read_tensors(path: Path, cap_bytes: int) -> dict[str, torch.Tensor]:
     except (SafetensorError, ValueError, RuntimeError) as exc:
         raise KernelFault(ReasonCode.WORKER_PROTOCOL,
                           f"result {path.name} is not a valid tensor file: {exc}") from None
+
+
+def check_bound(path: Path, tensors: dict[str, torch.Tensor], bound: dict[str, str]) -> None:
+    """The file's outputs and inputs must be exactly what the worker digested when the call
+    returned (``worker.binding``); anything else was rewritten afterwards."""
+    from ..worker.binding import digest
+
+    if not bound:
+        raise KernelFault(ReasonCode.WORKER_PROTOCOL, f"result {path.name} was never bound")
+    for group, prefix in (("out", "out."), ("in", "in.")):
+        want = bound.get(group)
+        if want is None:
+            continue
+        got = digest({k: v for k, v in tensors.items() if k.startswith(prefix)})
+        if got != want:
+            what = "outputs" if group == "out" else "post-call inputs"
+            raise KernelFault(ReasonCode.INTEGRITY_VIOLATION,
+                              f"the {what} in {path.name} differ from what was bound when the "
+                              "call returned (rewritten afterwards)")
+
+
+def read_bound(path: Path, cap_bytes: int, bound: dict[str, str]) -> dict[str, torch.Tensor]:
+    tensors = read_tensors(path, cap_bytes)
+    check_bound(path, tensors, bound)
+    return tensors

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ..models.verdict import ReasonCode
@@ -61,15 +62,30 @@ class WorkerSession:
         return KernelFault(ReasonCode.WORKER_PROTOCOL,
                            f"worker exited early (status {info.returncode}) during {what}{detail}")
 
+    def _frame(self, until: float) -> dict[str, Any]:
+        size = protocol.parse_header(self._read_exact(protocol.HEADER, until))
+        return protocol.decode(self._read_exact(size, until))
+
     def request(self, msg: dict[str, Any], timeout_s: float,
-                fail_code: ReasonCode = ReasonCode.RUNTIME_ERROR) -> dict[str, Any]:
-        """One request/reply. Raises KernelFault; a candidate error reply raises with fail_code."""
+                fail_code: ReasonCode = ReasonCode.RUNTIME_ERROR,
+                on_progress: Callable[[dict[str, Any], float], None] | None = None,
+                max_progress: int = 0) -> dict[str, Any]:
+        """One request/reply. Raises KernelFault; a candidate error reply raises with fail_code.
+
+        Frames marked ``progress`` before the reply (at most ``max_progress``) go to
+        ``on_progress`` with the host's clock at their arrival: results bound call by call."""
         what = str(msg.get("op"))
         until = min(self.deadline, time.monotonic() + timeout_s)
         try:
             self.proc.send(protocol.encode(msg))
-            size = protocol.parse_header(self._read_exact(protocol.HEADER, until))
-            reply = protocol.decode(self._read_exact(size, until))
+            reply = self._frame(until)
+            seen = 0
+            while reply.get("progress") is True:
+                seen += 1
+                if on_progress is None or seen > max_progress:
+                    raise protocol.ProtocolError(f"unexpected progress frame #{seen}")
+                on_progress(reply, time.monotonic())
+                reply = self._frame(until)
         except TimeoutError:  # before OSError: it is a subclass
             self.close()
             code = ReasonCode.COMPILE_TIMEOUT if fail_code == ReasonCode.COMPILE_ERROR else (

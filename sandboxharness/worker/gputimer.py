@@ -137,7 +137,7 @@ class GpuTimer:
             self._prelude = (len(lone), lone[0][2])
             self._trace = trace
             # what events add to a kernel on the timed stream (start-to-kernel, kernel-to-end)
-            _, stream, _, spans = self._measure([lambda: self._spin(1)] * CALIBRATION_CALLS)
+            _, stream, _, spans = self._measure(CALIBRATION_CALLS, lambda _i: lambda: self._spin(1))
             if any(sp is None for sp in spans):
                 raise RuntimeError("CUPTI missed a calibration kernel")
             self._event_cost = max(statistics.median(
@@ -160,24 +160,31 @@ class GpuTimer:
         after.synchronize()
         return ret, start.elapsed_time(end) / 1e3, start.elapsed_time(after) / 1e3
 
-    def _measure(self, calls: list[Callable[[], Any]]
+    def _measure(self, n: int, make: Callable[[int], Callable[[], Any]],
+                 after: Callable[[int, Any], None] | None = None,
                  ) -> tuple[list[Any], list[float], list[float], list[tuple[float, bool] | None]]:
         """(results, stream times, start-to-after times, per call (span, off the stream) or
-        None when CUPTI recorded nothing in its window)."""
+        None when CUPTI recorded nothing in its window). ``make(i)`` gives call ``i`` (its
+        inputs made just then, outside the window); ``after(i, result)`` runs once it is done,
+        outside the window too (the worker binds the call's results there)."""
         trace = self._trace
         self._sync()
         if trace is not None:
             trace.drain()
         rets, stream, total, windows = [], [], [], []
-        for call in calls:
+        for i in range(n):
+            call = make(i)
+            self._sync()  # the inputs' copies are done before the window opens
             before = trace.now() if trace is not None else 0
             ret, t_stream, t_total = self._one(call)
             windows.append((before, trace.now() if trace is not None else 0))
+            if after is not None:
+                after(i, ret)
             rets.append(ret)
             stream.append(t_stream)
             total.append(t_total)
         if trace is None:
-            return rets, stream, total, [(0.0, False)] * len(calls)
+            return rets, stream, total, [(0.0, False)] * n
         records = trace.drain()
         return rets, stream, total, [window_span(records, a, b, *self._prelude)
                                      for a, b in windows]
@@ -185,11 +192,17 @@ class GpuTimer:
     def time_calls(self, calls: list[Callable[[], Any]]
                    ) -> tuple[list[Any], list[float], dict[str, Any]]:
         """Run and time each call; returns (results, reported seconds, how it was measured)."""
+        return self.time_made(len(calls), lambda i: calls[i])
+
+    def time_made(self, n: int, make: Callable[[int], Callable[[], Any]],
+                  after: Callable[[int, Any], None] | None = None,
+                  ) -> tuple[list[Any], list[float], dict[str, Any]]:
+        """Run and time ``n`` calls made one at a time (see ``_measure``)."""
         self._start_trace()
         if self._trace is not None:
             self._trace.enable()
         try:
-            rets, stream, total, spans = self._measure(calls)
+            rets, stream, total, spans = self._measure(n, make, after)
         finally:
             if self._trace is not None:
                 self._trace.disable()

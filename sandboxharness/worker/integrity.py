@@ -7,10 +7,16 @@ The decisive checks (outputs, timings) still happen on the host.
 from __future__ import annotations
 
 import builtins
+import gc
+import hashlib
+import json
+import os
 import sys
 import threading
 import time
 from typing import Any
+
+_WORKER_PKG = "sandboxharness.worker"
 
 
 def _targets() -> dict[str, Any]:
@@ -31,6 +37,24 @@ def _targets() -> dict[str, Any]:
         "torch.Tensor.copy_": torch.Tensor.copy_,
         "torch.Tensor.clone": torch.Tensor.clone,
         "torch.Tensor.contiguous": torch.Tensor.contiguous,
+        "torch.Tensor.detach": torch.Tensor.detach,
+        "torch.Tensor.to": torch.Tensor.to,
+        "torch.Tensor.view": torch.Tensor.view,
+        "torch.Tensor.reshape": torch.Tensor.reshape,
+        "torch.Tensor.numpy": torch.Tensor.numpy,
+        "torch.Tensor.data_ptr": torch.Tensor.data_ptr,
+        "torch.empty": torch.empty,
+        "torch.randn": torch.randn,
+        "torch.randint": torch.randint,
+        "torch.Generator": torch.Generator,
+        "hashlib.sha256": hashlib.sha256,
+        "json.dumps": json.dumps,
+        "json.loads": json.loads,
+        "os.write": os.write,
+        "os.read": os.read,
+        "os.open": os.open,
+        "gc.disable": gc.disable,
+        "gc.enable": gc.enable,
         "torch.cuda.synchronize": torch.cuda.synchronize,
         "torch.cuda.Event.record": torch.cuda.Event.record,
         "torch.cuda.Event.elapsed_time": torch.cuda.Event.elapsed_time,
@@ -39,7 +63,42 @@ def _targets() -> dict[str, Any]:
     triton_testing = sys.modules.get("triton.testing")
     if triton_testing is not None:
         found["triton.testing.do_bench"] = triton_testing.do_bench
+    st = sys.modules.get("safetensors.torch")
+    if st is not None:
+        found["safetensors.torch.save"] = st.save
+        found["safetensors.torch.load"] = st.load
+    found.update(_worker_functions())
     return found
+
+
+def _worker_functions() -> dict[str, Any]:
+    """Every function and method of the worker's own modules: the harness code on the call
+    path a candidate could reach (the channel, the saver, the digests, the timer)."""
+    found: dict[str, Any] = {}
+    for mod_name, mod in list(sys.modules.items()):
+        if mod is None or not mod_name.startswith(_WORKER_PKG):
+            continue
+        for name, obj in list(vars(mod).items()):
+            if isinstance(obj, type) and obj.__module__ == mod_name:
+                for attr, member in list(vars(obj).items()):
+                    if callable(member) or isinstance(member, (staticmethod, classmethod)):
+                        found[f"{mod_name}.{name}.{attr}"] = member
+            elif callable(obj) and getattr(obj, "__module__", None) == mod_name:
+                found[f"{mod_name}.{name}"] = obj
+    return found
+
+
+def _modes() -> list[str]:
+    """Torch function / dispatch modes left active: they would intercept the harness's own
+    tensor operations after the call."""
+    import torch
+
+    bad = []
+    if torch._C._len_torch_function_stack() > 0:
+        bad.append("torch function mode left active")
+    if torch._C._len_torch_dispatch_stack() > 0:
+        bad.append("torch dispatch mode left active")
+    return bad
 
 
 class Snapshot:
@@ -48,6 +107,11 @@ class Snapshot:
         self._own = own
         self._threads = threading.active_count()
         self._flags: list[str] = []
+        self._hooks: list[Any] = []
+
+    def watch(self, hooks: Any) -> None:
+        """Harness hooks (e.g. the launch counter) whose ``intact()`` must stay empty."""
+        self._hooks.append(hooks)
 
     def flag(self, what: str) -> None:
         """A violation seen by the worker's own machinery (e.g. the timer's trace went dark)."""
@@ -63,6 +127,11 @@ class Snapshot:
         extra = threading.active_count() - self._threads
         if extra > 0:
             bad.append(f"threads: {extra} started by the candidate")
+        if gc.callbacks:
+            bad.append("gc.callbacks registered")
+        bad.extend(_modes())
+        for hooks in self._hooks:
+            bad.extend(hooks.intact())
         return sorted(bad + self._flags)
 
     def _own_now(self) -> dict[str, Any]:

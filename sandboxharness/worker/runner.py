@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import sys
@@ -13,7 +14,9 @@ from time import perf_counter as _clock  # bound before any candidate code runs
 from typing import Any
 
 from . import protocol
+from .binding import digest, instance_attributes, plain_cpu
 from .integrity import Snapshot
+from .launches import LaunchCounter
 from .tensorgen import make_inputs, make_outputs
 
 _MAX_ERROR = 4000
@@ -76,8 +79,17 @@ def _describe(obj: Any) -> dict[str, Any]:
 
     if type(obj) is not torch.Tensor:  # exact type: subclasses can lie through methods
         return {"type": f"{type(obj).__module__}.{type(obj).__qualname__}"}
+    extra = instance_attributes(obj)
+    if extra:  # a per-instance method would run candidate code when the harness reads it
+        return {"type": f"torch.Tensor with instance attributes {extra[:5]}"}
     return {"type": "torch.Tensor", "shape": list(obj.shape),
             "dtype": str(obj.dtype).removeprefix("torch."), "device": obj.device.type}
+
+
+def _as_list(ret: Any) -> list[Any]:
+    if isinstance(ret, (tuple, list)) and type(ret) in (tuple, list):
+        return list(ret)
+    return [ret]
 
 
 class Worker:
@@ -86,15 +98,21 @@ class Worker:
         self.fn: Any = None
         self.hello: dict[str, Any] = {}
         self.snapshot: Snapshot | None = None
-        self.kept: list[Any] = []
-        self.prepared: list[list[Any]] = []
+        self.kept: list[tuple[list[Any], list[Any]]] = []
+        """Timed calls: (outputs, inputs) of each, held until the host picks the sampled ones."""
+        self.held: list[tuple[str, dict[str, Any], list[Any]]] = []
+        """Correctness calls: (save path, outputs), re-digested at ``recheck``."""
+        self.bench_case: dict[str, Any] = {}
         self.gpu: Any = None  # worker.gputimer.GpuTimer on CUDA devices, else None
+        self.launches = LaunchCounter()
 
     # -- one call of the candidate --------------------------------------------------------
+    def _outputs(self, case: dict[str, Any]) -> list[Any]:
+        return make_outputs(case, self.hello["device"]) if self.hello["dps"] else []
+
     def _invoke(self, inputs: list[Any], case: dict[str, Any]) -> tuple[list[Any], float]:
-        dps = self.hello["dps"]
         device = self.hello["device"]
-        outs = make_outputs(case, device) if dps else []
+        outs = self._outputs(case)
         if self.gpu is not None:
             self.gpu.remember(inputs)
         _sync(device)
@@ -102,19 +120,45 @@ class Worker:
         ret = self.fn(*inputs, *outs)
         _sync(device)
         elapsed = _clock() - t0
-        if dps:
-            return outs, elapsed
-        if isinstance(ret, (tuple, list)) and type(ret) in (tuple, list):
-            return list(ret), elapsed
-        return [ret], elapsed
+        return (outs if self.hello["dps"] else _as_list(ret)), elapsed
 
-    def _save(self, path: str, named: dict[str, Any]) -> None:
+    def _named(self, case: dict[str, Any], outs: list[Any],
+               inputs: list[Any] | None) -> dict[str, Any]:
+        named = {f"out.{o['name']}": v for o, v in zip(case["outputs"], outs, strict=False)}
+        if inputs is not None:
+            named.update({f"in.{it['name']}": v
+                          for it, v in zip(case["inputs"], inputs, strict=True)})
+        return named
+
+    @staticmethod
+    def _plain(named: dict[str, Any]) -> dict[str, Any]:
         import torch
-        from safetensors.torch import save_file
 
-        plain = {k: v.detach().to("cpu").contiguous().clone() for k, v in named.items()
-                 if type(v) is torch.Tensor}
-        save_file(plain, path)
+        return {k: plain_cpu(v) for k, v in named.items()
+                if type(v) is torch.Tensor and not instance_attributes(v)}
+
+    @staticmethod
+    def _bind(named: dict[str, Any]) -> dict[str, str]:
+        """Digests of the outputs and of the inputs, separately (see ``binding``)."""
+        return {"out": digest({k: v for k, v in named.items() if k.startswith("out.")}),
+                "in": digest({k: v for k, v in named.items() if k.startswith("in.")})}
+
+    def _save(self, path: str, named: dict[str, Any]) -> dict[str, str]:
+        from safetensors.torch import save
+
+        plain = self._plain(named)
+        data = save(plain)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        return self._bind(plain)
+
+    def _progress(self, **fields: Any) -> None:
+        self.chan.send({"progress": True, **fields})
 
     # -- ops ------------------------------------------------------------------------------
     def op_hello(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -125,6 +169,8 @@ class Worker:
         torch.set_num_threads(1)
         if msg.get("preload_triton"):
             import triton.testing  # noqa: F401  (so do_bench is in the snapshot)
+
+            self.launches.install()
         native = msg.get("language") in ("cuda", "cpp")
         for var, sub in (msg.get("env_in_out") or {}).items():  # trusted baselines only
             os.environ[str(var)] = str(Path(msg["out"]) / str(sub))
@@ -132,7 +178,10 @@ class Worker:
             from .gputimer import GpuTimer
 
             self.gpu = GpuTimer()
+        import safetensors.torch  # noqa: F401  (the saver is in the snapshot)
+
         self.snapshot = Snapshot(own)
+        self.snapshot.watch(self.launches)
         t0 = _clock()
         if native:  # built here, inside the sandbox, under the compile timeout
             from .gpu import load_native
@@ -145,68 +194,106 @@ class Worker:
     def op_call(self, msg: dict[str, Any]) -> dict[str, Any]:
         case = msg["case"]
         inputs = make_inputs(case, msg["seed"], self.hello["device"], self.hello["data"])
+        self.launches.take()
         outs, elapsed = self._invoke(inputs, case)
-        names = [o["name"] for o in case["outputs"]]
+        gc.disable()  # until the reply is sent (serve): no collector, no finalizer runs
+        launches = self.launches.take()
         described = [_describe(o) for o in outs]
-        named = {f"out.{n}": o for n, o in zip(names, outs, strict=False)}
-        named.update({f"in.{it['name']}": v for it, v in zip(case["inputs"], inputs, strict=True)})
-        self._save(msg["save"], named)
-        return {"ok": True, "outputs": described, "n_outputs": len(outs), "elapsed_s": elapsed}
+        bound = self._save(msg["save"], self._named(case, outs, inputs))
+        self.held.append((msg["save"], case, outs))
+        return {"ok": True, "outputs": described, "n_outputs": len(outs), "elapsed_s": elapsed,
+                "bound": bound, "launches": launches}
+
+    def op_recheck(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Digests of every earlier call's outputs now: an output that aliases storage the
+        candidate reused or rewrote since its call no longer matches what was bound then."""
+        gc.disable()
+        now = {path: self._bind(self._plain(self._named(case, outs, None)))["out"]
+               for path, case, outs in self.held}
+        self.held = []
+        return {"ok": True, "digests": now}
 
     def op_prepare(self, msg: dict[str, Any]) -> dict[str, Any]:
         case = msg["case"]
         self.bench_case = case
-        self.prepared = [make_inputs(case, s, self.hello["device"], self.hello["data"])
-                         for s in msg["seeds"]]
         for _ in range(msg.get("warmup", 0)):
             self._invoke(make_inputs(case, msg["warmup_seed"], self.hello["device"],
                                      self.hello["data"]), case)
-        return {"ok": True, "n": len(self.prepared)}
+        return {"ok": True}
+
+    def _ready(self, i: int, seed: int) -> list[Any]:
+        """Inputs of timed call ``i``, made only now (nothing staged for the candidate to walk
+        to), moved off any address it has seen, digested and announced before the call."""
+        inputs = make_inputs(self.bench_case, seed, self.hello["device"], self.hello["data"])
+        if self.gpu is not None:
+            self.gpu.fresh([inputs])
+        gc.disable()
+        self._progress(stage="ready", i=i, **{"in": self._bind(self._plain(
+            self._named(self.bench_case, [], inputs)))["in"]})
+        _sync(self.hello["device"])
+        self.launches.take()
+        return inputs
+
+    def _after(self, i: int, outs: list[Any], inputs: list[Any]) -> None:
+        """Right after timed call ``i``: say it is done, then bind its outputs and inputs."""
+        gc.disable()
+        self._progress(stage="done", i=i, launches=self.launches.take())
+        named = self._named(self.bench_case, outs, inputs)
+        self._progress(stage="bound", i=i, described=[_describe(o) for o in outs],
+                       **self._bind(self._plain(named)))
+        self.kept.append((outs, inputs))
 
     def op_timed(self, msg: dict[str, Any]) -> dict[str, Any]:
+        seeds = [int(s) for s in msg["seeds"]]
+        self.kept = []
         if self.gpu is not None:
-            return self._timed_gpu()
-        times, self.kept = [], []
-        for inputs in self.prepared:
-            outs, elapsed = self._invoke(inputs, self.bench_case)
-            times.append(elapsed)
-            self.kept.append(outs)
-        self.prepared = []
-        return {"ok": True, "times_s": times}
+            reply = self._timed_gpu(seeds)
+        else:
+            times = []
+            for i, seed in enumerate(seeds):
+                inputs = self._ready(i, seed)
+                outs, elapsed = self._invoke(inputs, self.bench_case)
+                self._after(i, outs, inputs)
+                times.append(elapsed)
+            reply = {"ok": True, "times_s": times}
+        gc.disable()
+        reply["re_out"] = [self._bind(self._plain(self._named(self.bench_case, o, None)))["out"]
+                           for o, _ in self.kept]
+        return reply
 
-    def _timed_gpu(self) -> dict[str, Any]:
+    def _timed_gpu(self, seeds: list[int]) -> dict[str, Any]:
         """do_bench-style CUDA events, cold L2, fresh input addresses, every stream counted
         (CUPTI, or the device-sync floor without it: see worker.gputimer.GpuTimer)."""
-        case, dps = self.bench_case, self.hello["dps"]
-        moved = self.gpu.fresh(self.prepared)
-        outs = [make_outputs(case, self.hello["device"]) if dps else []
-                for _ in self.prepared]
-        calls = [lambda i=i, o=o: self.fn(*i, *o)
-                 for i, o in zip(self.prepared, outs, strict=True)]
-        rets, times, info = self.gpu.time_calls(calls)
+        case = self.bench_case
+        current: dict[int, tuple[list[Any], list[Any]]] = {}
+
+        def make(i: int) -> Any:
+            inputs = self._ready(i, seeds[i])
+            outs = self._outputs(case)
+            current[i] = (inputs, outs)
+            return lambda: self.fn(*inputs, *outs)
+
+        def after(i: int, ret: Any) -> None:
+            inputs, outs = current.pop(i)
+            self._after(i, outs if self.hello["dps"] else _as_list(ret), inputs)
+
+        _, times, info = self.gpu.time_made(len(seeds), make, after)
         if info.get("trace_lost") and self.snapshot is not None:
             self.snapshot.flag(f"CUPTI recorded nothing in {info['trace_lost']} timed calls "
                                "(tracing switched off or its buffers taken)")
-        self.kept = []
-        for ret, o in zip(rets, outs, strict=True):
-            if dps:
-                self.kept.append(o)
-            elif isinstance(ret, (tuple, list)) and type(ret) in (tuple, list):
-                self.kept.append(list(ret))
-            else:
-                self.kept.append([ret])
-        self.prepared = []
-        return {"ok": True, "times_s": times, "clock": info, "moved_inputs": moved}
+        return {"ok": True, "times_s": times, "clock": info}
 
     def op_dump(self, msg: dict[str, Any]) -> dict[str, Any]:
-        names = [o["name"] for o in self.bench_case["outputs"]]
+        gc.disable()
+        bound = []
         for idx, path in zip(msg["indices"], msg["paths"], strict=True):
-            outs = self.kept[idx]
-            self._save(path, {f"out.{n}": o for n, o in zip(names, outs, strict=False)})
+            outs, inputs = self.kept[idx]
+            bound.append(self._save(path, self._named(self.bench_case, outs, inputs)))
         self.kept = []
-        return {"ok": True}
+        return {"ok": True, "bound": bound}
 
     def serve(self) -> None:
+        gc_was = gc.isenabled()
         while True:
             try:
                 msg = self.chan.recv()
@@ -229,3 +316,5 @@ class Worker:
                 reply["integrity"] = self.snapshot.violations()
                 reply["threads"] = threading.active_count()
             self.chan.send(reply)
+            if gc_was:  # results are on the channel: the collector may run again
+                gc.enable()
