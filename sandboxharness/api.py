@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from ._internal import shipped
 from .errors import InputError
 from .intake import check_pairing, load_definition, load_policy, load_solution, load_workloads
 from .models import Definition, Policy, Verdict, WorkloadTrace
@@ -14,14 +14,14 @@ from .sandbox import select_backend
 
 
 def policies_dir() -> Path:
-    """Shipped policies: ``$SANDBOXHARNESS_POLICY_DIR`` or the repository's ``policies/``."""
-    env = os.environ.get("SANDBOXHARNESS_POLICY_DIR")
-    return Path(env) if env else Path(__file__).resolve().parents[1] / "policies"
+    """Shipped policies: ``$SANDBOXHARNESS_POLICY_DIR``, the checkout's ``policies/``, or the
+    installed package's copy (see :mod:`sandboxharness._internal.shipped`)."""
+    return shipped.policies_dir()
 
 
 def default_policy() -> Policy:
-    path = policies_dir() / "default.yaml"
-    return load_policy(path) if path.is_file() else Policy(name="builtin-default")
+    """The shipped ``default.yaml``; InfrastructureError if it is missing (never a built-in)."""
+    return load_policy(shipped.shipped_file(shipped.DEFAULT_POLICY))
 
 
 def find_workloads(definition_path: Path, definition: Definition) -> Path:

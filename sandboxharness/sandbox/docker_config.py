@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .._internal.env import worker_env
+from .._internal.shipped import DOCKER_SECCOMP, shipped_file
 from ..errors import SandboxError
 from .interface import JobPaths, JobSpec
 
@@ -30,7 +31,6 @@ CONTAINER_PATH = "/opt/venv/bin:/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin
 CONTAINER_CUDA_HOME = "/usr/local/cuda"
 WORKER_ARGV = ["/opt/venv/bin/python3", "-I", "-m", "sandboxharness.worker"]
 CONTAINER_PATHS = JobPaths(src="/job/src", data="/job/data", out="/job/out", tmp="/job/tmp")
-_PROFILE = Path(__file__).resolve().parents[2] / "policies" / "seccomp" / "docker-worker.json"
 
 
 JOB_UID_BASE, JOB_UID_SPAN = 200_000, 50_000
@@ -60,7 +60,7 @@ class ContainerSettings:
 
 def load_seccomp(path: Path | None = None) -> str:
     """The profile as the compact JSON Docker's API expects (``x-`` keys are documentation)."""
-    path = path or Path(os.environ.get(SECCOMP_ENV) or _PROFILE)
+    path = path or Path(os.environ.get(SECCOMP_ENV) or shipped_file(DOCKER_SECCOMP))
     try:
         profile = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:

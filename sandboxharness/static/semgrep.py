@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from .._internal.proc import find_executable, private_env, run, stage_sources, tool_version
+from .._internal.shipped import POLICY_DIR_ENV, semgrep_rules_dir
 from ..errors import ToolError
 from .ast_rules import source_kind
 from .interface import Analyzer, Finding, Severity
 
 __all__ = ["POLICY_DIR_ENV", "SemgrepAnalyzer", "default_rules_dir"]
 
-POLICY_DIR_ENV = "SANDBOXHARNESS_POLICY_DIR"
 _SEVERITY: dict[str, Severity] = {
     "INFO": "low", "LOW": "low", "WARNING": "medium", "MEDIUM": "medium", "ERROR": "high",
     "HIGH": "high", "CRITICAL": "high",
@@ -41,10 +41,8 @@ _INCOMPLETE = {"Timeout", "OutOfMemory", "Out of memory", "Stack overflow",
 
 
 def default_rules_dir() -> Path:
-    """``$SANDBOXHARNESS_POLICY_DIR/semgrep`` if set, else ``<repo>/policies/semgrep``."""
-    override = os.environ.get(POLICY_DIR_ENV)
-    base = Path(override) if override else Path(__file__).resolve().parents[2] / "policies"
-    return base / "semgrep"
+    """The shipped ``semgrep/`` folder; InfrastructureError if a rule set is missing."""
+    return semgrep_rules_dir()
 
 
 class SemgrepAnalyzer(Analyzer):

@@ -246,6 +246,7 @@ def test_empty_rules_dir_is_a_tool_error(tmp_path: Path) -> None:
 
 def test_policy_dir_override(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert default_rules_dir() == RULES_DIR
+    shutil.copytree(RULES_DIR, tmp_path / "semgrep")  # the override must hold every rule set
     monkeypatch.setenv(POLICY_DIR_ENV, str(tmp_path))
     assert default_rules_dir() == tmp_path / "semgrep"
     assert SemgrepAnalyzer().rules_dir == tmp_path / "semgrep"
