@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
 DATA = Path(__file__).resolve().parent / "data"
+FIB = DATA / "fib"  # FlashInfer-Bench samples, vendored (origin and licence in its README)
 
 
 def _has_cuda() -> bool:

@@ -11,7 +11,7 @@ from sandboxharness.errors import InputError
 from sandboxharness.intake import load_definition
 from sandboxharness.jobs import stage_blobs
 from sandboxharness.models import WorkloadTrace
-from tests.conftest import REPO
+from tests.conftest import FIB, REPO
 
 
 def _wl(path: str) -> WorkloadTrace:
@@ -44,6 +44,6 @@ def test_workloads_found_in_the_fib_layout() -> None:
     d_path = REPO / "kernels" / "definitions" / "softmax_v512.json"
     assert find_workloads(d_path, load_definition(d_path)) == (
         REPO / "kernels" / "workloads" / "softmax_v512.jsonl")
-    fib = REPO.parent / "shared" / "fib-samples" / "definitions" / "rmsnorm" / "rmsnorm_h4096.json"
+    fib = FIB / "definitions" / "rmsnorm" / "rmsnorm_h4096.json"
     found = find_workloads(fib, load_definition(fib))
     assert found.name == "rmsnorm_h4096.jsonl" and found.parent.name == "rmsnorm"

@@ -18,9 +18,8 @@ from sandboxharness.intake import (
     validate_file,
 )
 from sandboxharness.models import Definition, Solution
-from tests.conftest import SHARED, make_solution
+from tests.conftest import FIB, make_solution
 
-FIB = SHARED / "fib-samples"
 DEFS = sorted((FIB / "definitions").rglob("*.json"))
 WLS = sorted((FIB / "workloads").rglob("*.jsonl"))
 SOLS = sorted((FIB / "solutions").rglob("*.json"))
