@@ -50,6 +50,58 @@ class Tolerance(FrozenModel):
     rtol: float = Field(ge=0)
 
 
+# --- comparison overrides (FlashInfer-Bench fidelity): per definition / op_type -------------
+ComparisonMode = Literal["auto", "tolerance", "exact", "set", "sampling"]
+"""How an output is compared: ``tolerance`` (atol AND rtol, matched ratio), ``exact`` (every
+element equal: the default for integer and bool outputs), ``set`` (per row, the same indices in
+any order; ties at the k-th score allowed when the scores are an input), ``sampling`` (every
+sample inside its row's top-k/top-p set, then the distribution by total variation distance);
+``auto`` decides from the definition (see ``sandboxharness.stages.compare_modes``)."""
+
+
+class SamplingRules(FrozenModel):
+    """FlashInfer-Bench's sampling evaluator: validity mask, then total variation distance."""
+
+    tvd_threshold: float = Field(default=0.2, ge=0, le=1)
+    """Largest TVD between a row's sample frequencies and its expected distribution."""
+    samples_per_row: int = Field(default=10000, ge=1)
+    """Samples per row the worker is asked for when it supports repeated calls."""
+    min_samples_per_row: int = Field(default=100, ge=1)
+    """Below this many samples per row the TVD is not judged (noise), and the details say so."""
+    top_p_eps: float = Field(default=0.05, ge=0)
+    """Slack at the nucleus boundary (FlashInfer-Bench's 5e-2)."""
+
+
+class ComparisonOverride(FrozenModel):
+    """One rule for the definitions it matches (by name glob or op_type glob), like
+    FlashInfer-Bench's ``op_type_config`` / ``definition_config``. Rules apply in list order,
+    later ones win; the verdict's correctness details name every rule applied."""
+
+    name: str = Field(min_length=1)
+    definitions: list[str] = Field(default_factory=list)
+    """``fnmatch`` globs over the definition's name."""
+    op_types: list[str] = Field(default_factory=list)
+    """``fnmatch`` globs over the definition's op_type."""
+    tolerance: Tolerance | None = None
+    """Replaces the tolerance for every dtype (the per-dtype table included)."""
+    dtype_tolerance: dict[str, Tolerance] = Field(default_factory=dict)
+    required_matched_ratio: float | None = Field(default=None, gt=0, le=1)
+    modes: dict[str, ComparisonMode] = Field(default_factory=dict)
+    """Output-name glob -> comparison mode (``"*"`` for every output)."""
+    state_inputs: list[str] = Field(default_factory=list)
+    """Input-name globs that are state (updated in place by the operator's contract), besides
+    the inputs the reference itself mutates."""
+    sampling: SamplingRules | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> ComparisonOverride:
+        if not self.definitions and not self.op_types:
+            raise ValueError(f"override {self.name!r} matches nothing: give definitions or "
+                             "op_types")
+        return self
+# --- end of comparison overrides ------------------------------------------------------------
+
+
 class CorrectnessRules(FrozenModel):
     trials: int = Field(default=3, ge=1)
     """Fresh seeded inputs per trial, for every workload."""
@@ -62,6 +114,13 @@ class CorrectnessRules(FrozenModel):
     """Per-output-dtype overrides (e.g. looser for bfloat16)."""
     required_matched_ratio: float = Field(default=1.0, gt=0, le=1)
     """FlashInfer-Bench semantics: an element fails only if abs err > atol AND rel err > rtol."""
+    # --- comparison overrides (FlashInfer-Bench fidelity) -----------------------------------
+    overrides: list[ComparisonOverride] = Field(default_factory=list)
+    """Per-definition / per-op_type tolerances, matched ratios, comparison modes, state
+    inputs; applied in order (see ComparisonOverride)."""
+    sampling: SamplingRules = SamplingRules()
+    """Stochastic outputs (``sampling`` mode): FlashInfer-Bench's thresholds by default."""
+    # --- end of comparison overrides -------------------------------------------------------
 
     def tolerance_for(self, dtype: str) -> Tolerance:
         return self.dtype_tolerance.get(dtype, self.tolerance)

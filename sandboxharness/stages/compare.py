@@ -1,8 +1,14 @@
-"""Trusted-side comparison of one output against the reference (FlashInfer-Bench semantics)."""
+"""Trusted-side comparison of one output against the reference (FlashInfer-Bench semantics).
+
+``compare`` is the float rule (atol AND rtol, matched ratio); ``compare_exact`` the rule for
+integer and bool outputs (every element equal: an index off by one is never "within 1e-2").
+Set and sampling comparisons live in ``compare_modes`` and ``sampling``.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -18,18 +24,61 @@ class Comparison:
     max_abs: float = 0.0
     max_rel: float = 0.0
     matched_ratio: float = 1.0
+    mode: str = "tolerance"
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Mode-specific facts for the verdict (e.g. a sampler's TVD)."""
 
 
-def compare(name: str, out: torch.Tensor | None, ref: torch.Tensor, tol: Tolerance,
-            required_ratio: float) -> Comparison:
+def missing(name: str) -> Comparison:
+    return Comparison(ReasonCode.INCORRECT_TYPE, f"output {name!r} missing or not a tensor")
+
+
+def check_kind(name: str, out: torch.Tensor | None, ref: torch.Tensor) -> Comparison | None:
+    """Type, shape and dtype: the same for every mode. None when they all agree."""
     if out is None or type(out) is not torch.Tensor:
-        return Comparison(ReasonCode.INCORRECT_TYPE, f"output {name!r} missing or not a tensor")
+        return missing(name)
     if tuple(out.shape) != tuple(ref.shape):
         return Comparison(ReasonCode.INCORRECT_SHAPE,
                           f"output {name!r} has shape {tuple(out.shape)}, expected {tuple(ref.shape)}")
     if out.dtype != ref.dtype:
         return Comparison(ReasonCode.INCORRECT_DTYPE,
                           f"output {name!r} has dtype {out.dtype}, expected {ref.dtype}")
+    return None
+
+
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bit-identical (NaN payloads included): what "left unchanged" means for an input."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return bool(torch.equal(a.contiguous().reshape(-1).view(torch.uint8),
+                            b.contiguous().reshape(-1).view(torch.uint8)))
+
+
+def compare_exact(name: str, out: torch.Tensor | None, ref: torch.Tensor) -> Comparison:
+    """Integer / bool outputs: every element must equal the reference's."""
+    bad = check_kind(name, out, ref)
+    if bad is not None or out is None:
+        return bad or missing(name)
+    if out.numel() == 0:
+        return Comparison(None, "empty", mode="exact")
+    diff = out != ref
+    n = int(diff.sum())
+    ratio = 1.0 - n / diff.numel()
+    if n:
+        first = tuple(int(i) for i in diff.nonzero()[0])
+        return Comparison(ReasonCode.INCORRECT_NUMERICAL,
+                          f"output {name!r}: {n} of {diff.numel()} element(s) differ from the "
+                          f"reference (compared exactly); first at {first}: "
+                          f"{out[first].item()} vs {ref[first].item()}",
+                          matched_ratio=ratio, mode="exact")
+    return Comparison(None, "ok", mode="exact")
+
+
+def compare(name: str, out: torch.Tensor | None, ref: torch.Tensor, tol: Tolerance,
+            required_ratio: float) -> Comparison:
+    bad = check_kind(name, out, ref)
+    if bad is not None or out is None:
+        return bad or missing(name)
     if out.numel() == 0:
         return Comparison(None, "empty")
     o = out.to(torch.float64)

@@ -7,25 +7,36 @@ from typing import Any
 
 import torch
 
-from ..errors import InputError
+from ..errors import InfrastructureError, InputError
 from ..models import Definition, Policy
 from ..models.verdict import Reason, ReasonCode, Stage
 from ..worker.tensorgen import make_inputs
-from .compare import compare
+from .compare import Comparison, compare, compare_exact
+from .compare_modes import Resolved, compare_set, resolve, score_input
 from .execute import CallResult, RoleRun
 from .results import read_bound, read_tensors
+from .sampling import judge_sampling
 from .session import KernelFault
+from .state import check_inputs as check_inputs_after
 
 
-def _inputs_unchanged(call: CallResult, got: dict[str, torch.Tensor], data_dir: str) -> str | None:
-    original = make_inputs(call.case.payload, call.seed, "cpu", data_dir)
-    for item, value in zip(call.case.payload["inputs"], original, strict=True):
-        if not isinstance(value, torch.Tensor):
-            continue
-        after = got.get(f"in.{item['name']}")
-        if after is None or after.shape != value.shape or not torch.equal(after, value):
-            return f"input {item['name']!r} was modified by the call"
-    return None
+def _compare_output(definition: Definition, resolved: Resolved, item: dict[str, Any],
+                    out: torch.Tensor | None, ref: torch.Tensor,
+                    inputs: dict[str, Any], repeats: torch.Tensor | None) -> Comparison:
+    name = item["name"]
+    mode = resolved.modes.get(name, "tolerance")
+    if mode == "exact":
+        return compare_exact(name, out, ref)
+    if mode == "set":
+        return compare_set(name, out, ref, score_input(definition, name, inputs, tuple(ref.shape)))
+    if mode == "sampling":
+        own = judge_sampling(definition, name, ref, ref, inputs, resolved.sampling)
+        if own.code is not None:  # the check disagrees with the definition: not the kernel's fault
+            raise InfrastructureError(f"the sampling check rejects the reference's own sample "
+                                      f"({own.message}); it cannot judge {definition.name}")
+        return judge_sampling(definition, name, out, ref, inputs, resolved.sampling, repeats)
+    return compare(name, out, ref, resolved.tolerance_for(item["dtype"]),
+                   resolved.required_matched_ratio)
 
 
 def judge_call(definition: Definition, policy: Policy, cand: CallResult, cand_dir: Path,
@@ -50,23 +61,29 @@ def judge_call(definition: Definition, policy: Policy, cand: CallResult, cand_di
     except KernelFault as fault:
         return fault.code, fault.message, {}
     want = read_tensors(ref_dir / ref.file, cap)
+    resolved = resolve(definition, policy.correctness)
+    payload_inputs = cand.case.payload["inputs"]
+    needs_inputs = check_inputs or any(m in ("set", "sampling") for m in resolved.modes.values())
+    original = make_inputs(cand.case.payload, cand.seed, "cpu", data_dir) if needs_inputs else []
+    inputs = {it["name"]: v for it, v in zip(payload_inputs, original, strict=False)}
     stats: dict[str, Any] = {}
     for item in cand.case.payload["outputs"]:
         name = item["name"]
         ref_t = want.get(f"out.{name}")
         if ref_t is None:
             raise KernelFault(ReasonCode.WORKER_PROTOCOL, f"reference produced no {name!r}")
-        tol = policy.correctness.tolerance_for(item["dtype"])
-        res = compare(name, got.get(f"out.{name}"), ref_t, tol,
-                      policy.correctness.required_matched_ratio)
-        stats[name] = {"max_abs": res.max_abs, "max_rel": res.max_rel,
-                       "matched_ratio": res.matched_ratio}
+        res = _compare_output(definition, resolved, item, got.get(f"out.{name}"), ref_t,
+                              inputs, got.get(f"rep.{name}"))
+        stats[name] = {"mode": res.mode, "max_abs": res.max_abs, "max_rel": res.max_rel,
+                       "matched_ratio": res.matched_ratio, **res.extra}
         if res.code is not None:
             return res.code, res.message, stats
-    if check_inputs:
-        msg = _inputs_unchanged(cand, got, data_dir)
-        if msg:
-            return ReasonCode.INPUT_MUTATED, msg, stats
+    if check_inputs:  # state inputs learned from the reference's own post-call inputs
+        bad, state = check_inputs_after(definition, resolved, payload_inputs, original, got, want)
+        if state:
+            stats["state_inputs"] = state
+        if bad is not None and bad.code is not None:
+            return bad.code, bad.message, stats
     return None, "ok", stats
 
 
@@ -101,5 +118,6 @@ def judge(definition: Definition, policy: Policy, cand: RoleRun, ref: RoleRun,
     for cid in dropped:
         cases.pop(cid, None)
     details = {"cases": list(cases.values()), "trials_per_case": policy.correctness.trials,
-               "heldout_dropped": sorted(dropped)}
+               "heldout_dropped": sorted(dropped),
+               "comparison": resolve(definition, policy.correctness).describe()}
     return reasons, details

@@ -1,0 +1,95 @@
+"""Inputs after the call: state the operator updates, and everything else, which must not move.
+
+Which inputs are state is learned from the reference (it ran on the same inputs, in its own
+process, and saved its post-call inputs): an input the reference itself changed is state, and
+the candidate's post-call value must match the reference's (the output tolerance). An input the
+definition declares as updated in place (a ``state:<name>`` / ``inplace:<name>`` tag, an input
+description saying so, or the policy's ``state_inputs``) that the reference leaves alone may be
+left alone or hold the value of its paired output (``q`` -> ``q_out``). Every other input must
+stay bit-identical: mutating inputs remains a rejected cheat.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import torch
+
+from ..models import Definition
+from ..models.verdict import ReasonCode
+from .compare import Comparison, compare, same_bits
+from .compare_modes import Resolved
+
+_DECLARED = re.compile(r"\b(in[- ]place|mutated|updated in place)\b", re.IGNORECASE)
+_UPDATED = re.compile(r"\b(in[- ]place|mutated|updated)\b", re.IGNORECASE)
+
+
+def _pairs(output: str, inp: str) -> bool:
+    return (output.startswith(f"{inp}_") or output.endswith(f"_{inp}")
+            or output in (f"new_{inp}", f"updated_{inp}"))
+
+
+def declared_state(definition: Definition, resolved: Resolved) -> set[str]:
+    names = set(resolved.state_inputs)
+    for tag in definition.tags:
+        key, _, value = tag.partition(":")
+        if key in ("state", "inplace") and value in definition.inputs:
+            names.add(value)
+    for name, spec in definition.inputs.items():
+        if spec.description and _DECLARED.search(spec.description):
+            names.add(name)
+    # an output said to be updated in place, named after an input (q -> q_out, state -> new_state)
+    for out, spec in definition.outputs.items():
+        text = f"{spec.description or ''} {definition.description or ''}"
+        if _UPDATED.search(spec.description or "") or _DECLARED.search(text):
+            names.update(n for n in definition.inputs if _pairs(out, n))
+    return names
+
+
+def _paired_output(definition: Definition, name: str, after: torch.Tensor,
+                   ref_out: dict[str, torch.Tensor]) -> str | None:
+    same = [o for o, t in ref_out.items() if t.shape == after.shape and t.dtype == after.dtype]
+    named = [o for o in same if _pairs(o, name)]
+    pick = named if named else same
+    return pick[0] if len(pick) == 1 else None
+
+
+def check_inputs(definition: Definition, resolved: Resolved, payload_inputs: list[dict[str, Any]],
+                 original: list[object], got: dict[str, torch.Tensor],
+                 ref_got: dict[str, torch.Tensor]) -> tuple[Comparison | None, list[str]]:
+    """(the first failure or None, the inputs judged as state)."""
+    declared = declared_state(definition, resolved)
+    ref_out = {k.removeprefix("out."): v for k, v in ref_got.items() if k.startswith("out.")}
+    state: list[str] = []
+    for item, value in zip(payload_inputs, original, strict=True):
+        if not isinstance(value, torch.Tensor):
+            continue
+        name = item["name"]
+        after, ref_after = got.get(f"in.{name}"), ref_got.get(f"in.{name}")
+        if after is None or after.shape != value.shape or after.dtype != value.dtype:
+            return Comparison(ReasonCode.INPUT_MUTATED,
+                              f"input {name!r} was replaced or resized by the call"), state
+        ref_changed = ref_after is not None and not same_bits(ref_after, value)
+        if ref_changed or name in declared:
+            state.append(name)
+        if ref_changed and ref_after is not None:  # state: must end where the reference's did
+            tol = resolved.tolerance_for(item["dtype"])
+            res = compare(f"in.{name}", after, ref_after, tol, resolved.required_matched_ratio)
+            if res.code is not None:
+                return Comparison(res.code, f"state input {name!r} after the call (the "
+                                  f"reference updates it): {res.message}"), state
+            continue
+        if same_bits(after, value):
+            continue
+        pair = _paired_output(definition, name, after, ref_out) if name in declared else None
+        if pair is not None:
+            tol = resolved.tolerance_for(item["dtype"])
+            res = compare(f"in.{name}", after, ref_out[pair], tol,
+                          resolved.required_matched_ratio)
+            if res.code is None:
+                continue  # updated in place to its output's value, as declared
+        return Comparison(ReasonCode.INPUT_MUTATED, f"input {name!r} was modified by the call"
+                          + (" (declared in place, but it matches neither its original value "
+                             "nor its output's)" if name in declared else "")), state
+    return None, state

@@ -1,0 +1,144 @@
+"""Comparison modes beyond float tolerances: exact integers, top-k sets (with ties), policy
+overrides per definition / op_type, and which inputs are state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from sandboxharness.models import Definition
+from sandboxharness.models.policy import CorrectnessRules
+from sandboxharness.models.verdict import ReasonCode
+from sandboxharness.stages.compare import compare, compare_exact
+from sandboxharness.stages.compare_modes import compare_set, resolve, score_input
+from sandboxharness.stages.state import check_inputs, declared_state
+
+
+def _definition(name: str, op_type: str, inputs: dict[str, Any], outputs: dict[str, Any],
+                **kw: Any) -> Definition:
+    axes = {"b": {"type": "var"}, "n": {"type": "const", "value": 8},
+            "k": {"type": "const", "value": 3}}
+    return Definition.model_validate({"name": name, "op_type": op_type, "axes": axes,
+                                      "inputs": inputs, "outputs": outputs,
+                                      "reference": "def run(*a):\n    pass\n", **kw})
+
+
+INDEXER = _definition("dsa_topk_indexer_t", "dsa_paged",
+                      {"scores": {"shape": ["b", "n"], "dtype": "float32"}},
+                      {"topk_indices": {"shape": ["b", "k"], "dtype": "int32"}})
+
+
+def test_an_index_off_by_one_is_never_within_tolerance() -> None:
+    """Attack (issue 15, item 3): a top-k indexer adding 1 to every index >= 100 passed the
+    float rule (100 vs 101 is within rtol 1e-2); integers now compare exactly."""
+    ref = torch.tensor([[5, 100, 250]], dtype=torch.int32)
+    cheat = torch.where(ref >= 100, ref + 1, ref)
+    assert compare("i", cheat, ref, CorrectnessRules().tolerance, 1.0).code is None  # the old hole
+    assert compare_exact("i", cheat, ref).code == ReasonCode.INCORRECT_NUMERICAL
+    assert compare_set("i", cheat, ref, None).code == ReasonCode.INCORRECT_NUMERICAL
+
+
+def test_the_same_top_k_set_in_another_order_passes_a_different_set_fails() -> None:
+    ref = torch.tensor([[7, 2, 5, -1], [0, 1, 3, 4]], dtype=torch.int32)
+    other_order = torch.tensor([[2, 5, 7, -1], [4, 3, 1, 0]], dtype=torch.int32)
+    assert compare_set("i", other_order, ref, None).code is None
+    assert compare_exact("i", other_order, ref).code == ReasonCode.INCORRECT_NUMERICAL
+    fewer = torch.tensor([[2, 5, -1, -1], [4, 3, 1, 0]], dtype=torch.int32)  # padding differs
+    res = compare_set("i", fewer, ref, None)
+    assert res.code == ReasonCode.INCORRECT_NUMERICAL and res.matched_ratio == 0.5
+
+
+def test_ties_at_the_kth_score_accept_any_tied_index() -> None:
+    scores = torch.tensor([[0.9, 0.5, 0.5, 0.1, 0.5]])
+    ref = torch.tensor([[0, 1]])        # k = 2: index 1, 2 and 4 tie at 0.5
+    assert compare_set("i", torch.tensor([[4, 0]]), ref, scores).code is None
+    assert compare_set("i", torch.tensor([[3, 0]]), ref, scores).code is not None  # 0.1 < 0.5
+    assert compare_set("i", torch.tensor([[2, 2]]), ref, scores).code is not None  # duplicate
+    assert compare_set("i", torch.tensor([[4, 0]]), ref, None).code is not None    # no scores
+
+
+def test_modes_follow_the_definition() -> None:
+    modes = resolve(INDEXER, CorrectnessRules()).modes
+    assert modes == {"topk_indices": "set"}
+    counts = _definition("histogram", "misc", {"x": {"shape": ["b", "n"], "dtype": "float32"}},
+                         {"counts": {"shape": ["b", "n"], "dtype": "int64"},
+                          "y": {"shape": ["b", "n"], "dtype": "bfloat16"}})
+    assert resolve(counts, CorrectnessRules()).modes == {"counts": "exact", "y": "tolerance"}
+    sampler = _definition("top_k_sampling_from_probs_v8", "sampling",
+                          {"probs": {"shape": ["b", "n"], "dtype": "float32"}},
+                          {"samples": {"shape": ["b"], "dtype": "int64"}})
+    assert resolve(sampler, CorrectnessRules()).modes == {"samples": "sampling"}
+    scores = torch.rand(2, 8)
+    assert score_input(INDEXER, "topk_indices", {"scores": scores}, (2, 3)) is scores
+
+
+def test_overrides_by_glob_and_op_type_later_wins_and_are_named() -> None:
+    rules = CorrectnessRules.model_validate({
+        "dtype_tolerance": {"float32": {"atol": 1e-5, "rtol": 1e-5}},
+        "overrides": [
+            {"name": "all-dsa", "op_types": ["dsa_*"], "required_matched_ratio": 0.9,
+             "tolerance": {"atol": 0.1, "rtol": 0.1}},
+            {"name": "this-one", "definitions": ["dsa_topk_indexer_*"],
+             "required_matched_ratio": 0.95, "modes": {"*": "exact"},
+             "state_inputs": ["scores"]},
+            {"name": "not-me", "definitions": ["gemm_*"], "required_matched_ratio": 0.5}]})
+    r = resolve(INDEXER, rules)
+    assert r.applied == ["all-dsa", "this-one"]
+    assert r.required_matched_ratio == 0.95 and r.modes == {"topk_indices": "exact"}
+    assert r.tolerance_for("float32").atol == 0.1  # the override's tolerance replaced the table
+    assert r.describe()["overrides_applied"] == ["all-dsa", "this-one"]
+    assert declared_state(INDEXER, r) == {"scores"}
+
+
+ROPE = _definition("rope_t", "rope", {"q": {"shape": ["b", "n"], "dtype": "bfloat16"},
+                                      "pos": {"shape": ["b"], "dtype": "int64"}},
+                   {"q_out": {"shape": ["b", "n"], "dtype": "bfloat16",
+                              "description": "Rotated q (in-place)."}})
+MAMBA = _definition("ssu_t", "mamba", {"state": {"shape": ["b", "n"], "dtype": "float32"},
+                                       "x": {"shape": ["b", "n"], "dtype": "float32"}},
+                    {"out": {"shape": ["b", "n"], "dtype": "float32"}})
+
+
+def _check(definition: Definition, original: dict[str, torch.Tensor],
+           cand_after: dict[str, torch.Tensor], ref_after: dict[str, torch.Tensor],
+           ref_out: dict[str, torch.Tensor] | None = None) -> tuple[Any, list[str]]:
+    payload = [{"name": n, "dtype": str(t.dtype).removeprefix("torch.")}
+               for n, t in original.items()]
+    got = {f"in.{k}": v for k, v in cand_after.items()}
+    want = {f"in.{k}": v for k, v in ref_after.items()}
+    want.update({f"out.{k}": v for k, v in (ref_out or {}).items()})
+    return check_inputs(definition, resolve(definition, CorrectnessRules()), payload,
+                        list(original.values()), got, want)
+
+
+def test_state_the_reference_updates_must_match_its_update() -> None:
+    state, x = torch.randn(2, 8), torch.randn(2, 8)
+    new_state = state * 0.5 + x
+    bad, judged = _check(MAMBA, {"state": state, "x": x}, {"state": new_state, "x": x},
+                         {"state": new_state, "x": x})
+    assert bad is None and judged == ["state"]  # an honest in-place kernel
+    bad, _ = _check(MAMBA, {"state": state, "x": x}, {"state": state, "x": x},
+                    {"state": new_state, "x": x})
+    assert bad is not None and bad.code == ReasonCode.INCORRECT_NUMERICAL  # never updated
+    assert "state input 'state'" in bad.message
+
+
+def test_inputs_the_reference_leaves_alone_must_stay_bit_identical() -> None:
+    """Attack: zeroing an input during the call (caught before; still caught)."""
+    state, x = torch.randn(2, 8), torch.randn(2, 8)
+    bad, _ = _check(MAMBA, {"state": state, "x": x}, {"state": state, "x": torch.zeros(2, 8)},
+                    {"state": state, "x": x})
+    assert bad is not None and bad.code == ReasonCode.INPUT_MUTATED
+
+
+def test_declared_in_place_input_may_hold_its_outputs_value() -> None:
+    q, pos = torch.randn(2, 8).to(torch.bfloat16), torch.arange(2)
+    q_out = (q.float() * 2).to(torch.bfloat16)
+    assert declared_state(ROPE, resolve(ROPE, CorrectnessRules())) == {"q"}
+    ok, _ = _check(ROPE, {"q": q, "pos": pos}, {"q": q_out, "pos": pos},
+                   {"q": q, "pos": pos}, {"q_out": q_out})
+    assert ok is None
+    bad, _ = _check(ROPE, {"q": q, "pos": pos}, {"q": torch.zeros_like(q), "pos": pos},
+                    {"q": q, "pos": pos}, {"q_out": q_out})
+    assert bad is not None and bad.code == ReasonCode.INPUT_MUTATED
