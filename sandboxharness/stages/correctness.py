@@ -19,6 +19,8 @@ from .sampling import judge_sampling
 from .session import KernelFault
 from .state import check_inputs as check_inputs_after
 
+_STATE_KEY = "_state_inputs"
+
 
 def _compare_output(definition: Definition, resolved: Resolved, item: dict[str, Any],
                     out: torch.Tensor | None, ref: torch.Tensor,
@@ -81,7 +83,7 @@ def judge_call(definition: Definition, policy: Policy, cand: CallResult, cand_di
     if check_inputs:  # state inputs learned from the reference's own post-call inputs
         bad, state = check_inputs_after(definition, resolved, payload_inputs, original, got, want)
         if state:
-            stats["state_inputs"] = state
+            stats[_STATE_KEY] = state  # moved to the trial entry by judge()
         if bad is not None and bad.code is not None:
             return bad.code, bad.message, stats
     return None, "ok", stats
@@ -109,8 +111,9 @@ def judge(definition: Definition, policy: Policy, cand: RoleRun, ref: RoleRun,
                              where=definition.name)
         code, msg, stats = judge_call(definition, policy, call, cand_dir, ref_call, ref_dir,
                                       data_dir)
+        state = stats.pop(_STATE_KEY, None)
         entry["trials"].append({"seed": call.seed, "status": code.value if code else "PASSED",
-                                "outputs": stats})
+                                "outputs": stats, **({"state_inputs": state} if state else {})})
         if code is not None and not any(r.code == code for r in reasons):
             where = "held-out size" if call.case.heldout else "workload"
             reasons.append(Reason(code=code, stage=Stage.CORRECTNESS,
