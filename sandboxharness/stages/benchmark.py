@@ -22,6 +22,18 @@ SPAN_FACTOR = 2.0
 SPAN_ALLOWANCE_S = 0.003
 
 
+# Without per-call spans (a worker that sends none): the whole batch against the host's span
+# of the request, with a fixed allowance for the round trip.
+MIN_BATCH_SHARE = 0.5
+ROUNDTRIP_ALLOWANCE_S = 0.1
+PER_CALL_ALLOWANCE_S = 0.002
+
+
+def batch_disagrees(reported: float, host_s: float, n: int) -> str | None:
+    floor = MIN_BATCH_SHARE * host_s - (ROUNDTRIP_ALLOWANCE_S + PER_CALL_ALLOWANCE_S * n)
+    return "reported far less in all than the host measured" if reported < floor else None
+
+
 def clock_disagrees(times: list[float], spans: list[float]) -> str | None:
     """Why the worker's times cannot be true against the host's per-call spans, or None."""
     if len(spans) != len(times) or not times:
@@ -55,7 +67,8 @@ def judge(definition: Definition, policy: Policy, cand: RoleRun, ref: RoleRun, c
         reported = sum(bench.times_s)
         spans = [c.host_span_s for c in bench.calls]
         why = ("reported more in all than the host measured"
-               if reported > bench.host_elapsed_s else clock_disagrees(bench.times_s, spans))
+               if reported > bench.host_elapsed_s else clock_disagrees(bench.times_s, spans)
+               if spans else batch_disagrees(reported, bench.host_elapsed_s, len(bench.times_s)))
         if why:
             reasons.append(Reason(code=ReasonCode.TIMING_INCONSISTENT, stage=Stage.BENCHMARK,
                                   message=f"workload {bench.case.axes}: {why} (worker "

@@ -14,6 +14,7 @@ import os
 import sys
 import threading
 import time
+import types
 from typing import Any
 
 _WORKER_PKG = "sandboxharness.worker"
@@ -83,8 +84,8 @@ def _worker_functions() -> dict[str, Any]:
                 for attr, member in list(vars(obj).items()):
                     if callable(member) or isinstance(member, (staticmethod, classmethod)):
                         found[f"{mod_name}.{name}.{attr}"] = member
-            elif callable(obj) and getattr(obj, "__module__", None) == mod_name:
-                found[f"{mod_name}.{name}"] = obj
+            elif callable(obj) and not isinstance(obj, types.ModuleType):
+                found[f"{mod_name}.{name}"] = obj  # imported names too: the ones it calls
     return found
 
 
@@ -108,6 +109,7 @@ class Snapshot:
         self._threads = threading.active_count()
         self._flags: list[str] = []
         self._hooks: list[Any] = []
+        self._gc_callbacks = list(gc.callbacks)
 
     def watch(self, hooks: Any) -> None:
         """Harness hooks (e.g. the launch counter) whose ``intact()`` must stay empty."""
@@ -127,7 +129,7 @@ class Snapshot:
         extra = threading.active_count() - self._threads
         if extra > 0:
             bad.append(f"threads: {extra} started by the candidate")
-        if gc.callbacks:
+        if any(cb not in self._gc_callbacks for cb in gc.callbacks):
             bad.append("gc.callbacks registered")
         bad.extend(_modes())
         for hooks in self._hooks:
