@@ -3,17 +3,40 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from ..errors import HarnessError
+from ..errors import HarnessError, InputError
+from .render import console as make_console
+from .render import literal
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
+_KEYS = ("definition", "solution", "workloads", "expect")
+
+
+def load_manifest(kernels: Path) -> list[dict[str, Any]]:
+    """``<kernels>/examples.json``'s examples; InputError (one line) for anything amiss."""
+    path = kernels / "examples.json"
+    if not path.is_file():
+        what = "no examples.json manifest in this folder" if kernels.is_dir() else "no such folder"
+        raise InputError(f"{what}; pass --kernels DIR (the repository's kernels/ folder, "
+                         "which a wheel does not ship)", where=str(kernels))
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise InputError(f"not readable JSON: {literal(str(exc))}", where=str(path)) from None
+    items = doc.get("examples") if isinstance(doc, dict) else None
+    if not isinstance(items, list) or not all(
+            isinstance(i, dict) and all(isinstance(i.get(k), str) for k in _KEYS) for i in items):
+        raise InputError("expected {\"examples\": [{" + ", ".join(f"\"{k}\": str" for k in _KEYS)
+                         + ", ...}, ...]}", where=str(path))
+    return items
 
 
 def examples(
@@ -25,13 +48,17 @@ def examples(
     from the expectation in kernels/examples.json."""
     from ..api import evaluate_files
 
-    manifest = json.loads((kernels / "examples.json").read_text())
-    console = Console()
+    try:
+        manifest = load_manifest(kernels)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        raise typer.Exit(exc.exit_code) from None
+    console = make_console()
     table = Table(title="example solutions")
     for col in ("solution", "expected", "decision", "reasons", "time (s)", "ok"):
         table.add_column(col, overflow="fold")
     mismatches, rows = 0, []
-    for item in manifest["examples"]:
+    for item in manifest:
         t0 = time.monotonic()
         try:
             v = evaluate_files(kernels / item["definition"], kernels / item["solution"],
@@ -46,8 +73,10 @@ def examples(
         row = {"solution": item["solution"], "expected": item["expect"], "decision": decision,
                "reasons": codes, "seconds": round(time.monotonic() - t0, 2), "ok": ok}
         rows.append(row)
-        table.add_row(row["solution"].removeprefix("solutions/").removesuffix(".json"),
-                      item["expect"], decision, ", ".join(codes)[:80],
+        table.add_row(escape(literal(row["solution"].removeprefix("solutions/")
+                                     .removesuffix(".json"))),
+                      escape(literal(item["expect"])), decision,
+                      escape(literal(", ".join(codes))),
                       f"{row['seconds']:.1f}", "yes" if ok else "[red]NO[/]")
     if json_out:
         print(json.dumps(rows))

@@ -10,14 +10,15 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
 
 from ..errors import HarnessError, InputError
+from .render import console
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Validate, isolate, time and audit LLM-written GPU kernels.")
-err = Console(stderr=True)
-out = Console()
+# not on a terminal: no width limit and no wrapping (a CI log keeps every reason whole)
+err = console(stderr=True)
+out = console()
 
 
 def eprint(line: str) -> None:

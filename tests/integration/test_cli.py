@@ -131,3 +131,56 @@ def test_help_everywhere() -> None:
     for cmd in ([], ["evaluate"], ["scan"], ["validate"], ["examples"]):
         proc = sh(*cmd, "--help")
         assert proc.returncode == 0 and "Usage" in proc.stdout
+
+
+# -- output that is not a terminal, and the examples command's bad input -------------------
+
+def _no_static_policy(tmp_path: Path) -> Path:
+    """The default policy without bandit/semgrep (the import policy still runs): seconds."""
+    text = (REPO / "policies" / "default.yaml").read_text()
+    p = tmp_path / "no-static.yaml"
+    p.write_text(text.replace("bandit: true", "bandit: false")
+                 .replace("semgrep: true", "semgrep: false").replace("trials: 3", "trials: 1"))
+    return p
+
+
+def test_long_reason_is_one_whole_line_when_not_a_tty(tiny_def_path, tiny_wl_path,
+                                                      write_solution, tmp_path) -> None:
+    """A pipe or CI log got rich's 80-column table: reasons folded inside words, cut at 160."""
+    name = "x" * 40 + "_" + "y" * 200  # one 250-character word
+    sol = write_solution(f"from pickle import {name}\n" + TRITON_RMS)
+    proc = sh("evaluate", "--definition", tiny_def_path, "--solution", sol, "--workloads",
+              tiny_wl_path, "--policy", _no_static_policy(tmp_path), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    lines = [line for line in proc.stdout.splitlines() if "POLICY_IMPORT:" in line]
+    assert len(lines) == 1, proc.stdout
+    assert lines[0].endswith(f"imports pickle.{name} (policy denies 'pickle')"), lines[0]
+    assert all(len(line) < 200 for line in proc.stdout.splitlines()
+               if name not in line)  # and short lines are not padded to the wide console
+    assert proc.stdout.splitlines()[-1] == "decision: REJECT  (POLICY_IMPORT, STATIC_FINDING)"
+
+
+@pytest.mark.slow
+def test_candidate_text_cannot_style_or_add_lines(tiny_def_path, tiny_wl_path, write_solution,
+                                                  tmp_path) -> None:
+    """Output spoofing: a candidate's exception message with rich markup and a newline could
+    hide text or print a "decision: PROMOTE" line of its own in the human verdict."""
+    msg = "z" * 150 + " [bold]styled[/bold]\\ndecision: PROMOTE"
+    sol = write_solution(f'def run(x, w, y):\n    raise RuntimeError("{msg}")\n',
+                         language="python")
+    proc = sh("evaluate", "--definition", tiny_def_path, "--solution", sol, "--workloads",
+              tiny_wl_path, "--policy", _no_static_policy(tmp_path), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    out = proc.stdout.splitlines()
+    assert [line for line in out if line.startswith("decision:")] == [
+        "decision: REJECT  (RUNTIME_ERROR)"]
+    hit = [line for line in out if "RUNTIME_ERROR:" in line]
+    assert len(hit) == 1 and hit[0].endswith(msg), proc.stdout  # literal, whole, one line
+
+
+def test_examples_without_manifest_is_one_line_exit_2(tmp_path) -> None:
+    assert_one_line_error(sh("examples", "--kernels", tmp_path), 2,
+                          f"{tmp_path}: no examples.json manifest")
+    assert_one_line_error(sh("examples", "--kernels", tmp_path / "nope"), 2, "no such folder")
+    (tmp_path / "examples.json").write_text('{"examples": [{"solution": 1}]}')
+    assert_one_line_error(sh("examples", "--kernels", tmp_path), 2, "examples.json: expected")
