@@ -17,6 +17,7 @@ from .errors import InfrastructureError, InputError
 from .models import Definition, Policy, Solution, WorkloadTrace
 from .models.workload import SafetensorsInput
 from .sandbox.interface import JobSpec, Sandbox
+from .stages import limits
 from .stages.cases import Case
 from .stages.execute import Plan, RoleRun, run_role
 
@@ -108,6 +109,7 @@ def candidate_hello(solution: Solution) -> dict[str, Any]:
 def run_both(sandbox: Sandbox, definition: Definition, solution: Solution, cases: list[Case],
              policy: Policy, seed: int, device: str, root: Path,
              data_dir: Path) -> tuple[RoleRun, RoleRun | None, Plan]:
+    limits.check_plan(cases, policy, getattr(sandbox, "out_quota_mb", None))
     bench_cases = [c for c in cases if not c.heldout]
     plan = Plan(cases=cases, bench_cases=bench_cases, trials=policy.correctness.trials,
                 seed=seed, device=device, policy=policy)
@@ -126,7 +128,10 @@ def run_both(sandbox: Sandbox, definition: Definition, solution: Solution, cases
     ref = run_role(sandbox, ref_job, {"role": "reference", "entry_file": "reference.py",
                                       "entry_func": "run", "dps": False,
                                       "preload_triton": False}, ref_plan)
+    failed = next((c for c in ref.calls if c.error is not None and not c.case.heldout), None)
+    if failed is not None:  # the earliest failure: a correctness call of the reference raised
+        raise InputError(f"the definition's reference failed during correctness on workload "
+                         f"{failed.case.workload}: {failed.error}", where=definition.name)
     if ref.fault is not None:
-        raise InputError(f"the definition's reference failed during {ref.fault_phase}: "
-                         f"{ref.fault.message}", where=definition.name)
+        raise limits.reference_fault(ref.fault, ref.fault_phase, definition.name)
     return cand, ref, plan

@@ -1,0 +1,73 @@
+"""Whose limit was it? A harness limit is never the candidate's fault nor bad input.
+
+Before anything runs, the result files a plan will write are sized from the definition's
+shapes: a workload whose honest results cannot fit the policy's result cap, the sandbox's
+file-size limit or its out-dir quota is an ``InfrastructureError`` naming the limit (the
+harness cannot judge it as configured). A candidate that hits a limit an honest solution
+would not is a reason code (``RESOURCE_LIMIT``); the reference hitting one is the harness's
+problem, and only the reference *raising* is the definition's.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..errors import InfrastructureError, InputError
+from ..models.policy import Policy
+from ..models.verdict import ReasonCode
+from .cases import Case
+from .session import KernelFault
+
+_BYTES = {"float64": 8, "int64": 8, "float32": 4, "int32": 4, "float16": 2, "bfloat16": 2,
+          "int16": 2, "int8": 1, "uint8": 1, "bool": 1, "float8_e4m3fn": 1, "float8_e5m2": 1,
+          "float4_e2m1": 1}
+HARNESS_LIMITS = (ReasonCode.RESOURCE_LIMIT, ReasonCode.TIMEOUT, ReasonCode.COMPILE_TIMEOUT,
+                  ReasonCode.WORKER_PROTOCOL, ReasonCode.INTEGRITY_VIOLATION)
+"""Reference faults that say the harness (its limits, its worker) failed, not the definition."""
+
+
+def _tensor_bytes(items: list[dict[str, Any]]) -> int:
+    total = 0
+    for it in items:
+        shape = it.get("shape")
+        if isinstance(shape, list):
+            total += math.prod(int(d) for d in shape) * _BYTES.get(str(it.get("dtype")), 8)
+    return total
+
+
+def result_bytes(case: Case) -> int:
+    """One call's result file: its outputs and its post-call inputs."""
+    return _tensor_bytes(case.payload["outputs"]) + _tensor_bytes(case.payload["inputs"])
+
+
+def check_plan(cases: list[Case], policy: Policy, out_quota_mb: int | None) -> None:
+    """Refuse, before anything runs, a plan whose honest results the limits cannot hold."""
+    lim = policy.limits
+    caps = (("limits.max_result_mb", lim.max_result_mb),
+            ("limits.max_file_size_mb", lim.max_file_size_mb))
+    total = 0
+    for case in cases:
+        need = result_bytes(case)
+        for name, cap_mb in caps:
+            if need > cap_mb * 2**20:
+                raise InfrastructureError(
+                    f"workload {case.workload} needs {need / 2**20:.0f} MB per result file, "
+                    f"over the policy's {name}={cap_mb}: raise it to evaluate this workload")
+        calls = policy.correctness.trials + (0 if case.heldout else
+                                             policy.benchmark.sampled_checks)
+        total += need * calls
+    if out_quota_mb is not None and total > out_quota_mb * 2**20:
+        raise InfrastructureError(
+            f"the plan writes {total / 2**20:.0f} MB of results, over the sandbox's out-dir "
+            f"quota of {out_quota_mb} MB: lower correctness.trials or max_workloads, or raise "
+            "the quota")
+
+
+def reference_fault(fault: KernelFault, phase: str | None, where: str) -> Exception:
+    """The error to raise when the definition's reference did not finish its plan."""
+    if fault.code in HARNESS_LIMITS:
+        return InfrastructureError(f"{where}: the definition's reference hit a harness limit "
+                                   f"during {phase}: {fault.message}")
+    return InputError(f"the definition's reference failed during {phase}: {fault.message}",
+                      where=where)

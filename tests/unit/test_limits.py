@@ -1,0 +1,53 @@
+"""Whose limit was it: a plan the harness's own limits cannot hold is an infrastructure error
+named after the limit, before anything runs; the reference hitting a limit is never bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+from sandboxharness.errors import InfrastructureError, InputError
+from sandboxharness.models.verdict import ReasonCode
+from sandboxharness.stages.cases import Case
+from sandboxharness.stages.limits import check_plan, reference_fault, result_bytes
+from sandboxharness.stages.session import KernelFault
+from tests.conftest import fast_policy
+
+
+def _case(rows: int, heldout: bool = False) -> Case:
+    payload = {"inputs": [{"name": "x", "dtype": "bfloat16", "shape": [rows, 4096]},
+                          {"name": "eps", "dtype": "float32", "shape": None}],
+               "outputs": [{"name": "y", "dtype": "bfloat16", "shape": [rows, 4096]}]}
+    return Case(f"w{rows}", f"wl-{rows}", {"b": rows}, heldout, payload)
+
+
+def test_result_size_counts_outputs_and_inputs() -> None:
+    assert result_bytes(_case(2)) == 2 * (2 * 4096 * 2)
+
+
+def test_a_result_over_the_cap_names_the_limit() -> None:
+    policy = fast_policy(limits={"max_result_mb": 64})
+    with pytest.raises(InfrastructureError, match=r"limits\.max_result_mb=64"):
+        check_plan([_case(14509)], policy, out_quota_mb=None)
+
+
+def test_a_plan_over_the_out_quota_names_the_quota() -> None:
+    """The FIB rmsnorm_h4096 set: 14,509 x 4096 bf16 rows fit one file, not 4 GB of them."""
+    policy = fast_policy(limits={"max_result_mb": 512, "max_file_size_mb": 512},
+                         correctness={"trials": 3})
+    with pytest.raises(InfrastructureError, match="out-dir quota of 4096 MB"):
+        check_plan([_case(14509) for _ in range(4)], policy, out_quota_mb=4096)
+    check_plan([_case(64)], policy, out_quota_mb=4096)  # small plans pass
+
+
+@pytest.mark.parametrize("code", [ReasonCode.RESOURCE_LIMIT, ReasonCode.TIMEOUT,
+                                  ReasonCode.WORKER_PROTOCOL])
+def test_reference_hitting_a_harness_limit_is_infrastructure(code: ReasonCode) -> None:
+    err = reference_fault(KernelFault(code, "killed by the disk limit"), "correctness", "d")
+    assert isinstance(err, InfrastructureError) and not isinstance(err, InputError)
+    assert "harness limit" in str(err)
+
+
+def test_reference_raising_is_the_definitions_fault() -> None:
+    err = reference_fault(KernelFault(ReasonCode.RUNTIME_ERROR, "AssertionError"), "benchmark",
+                          "d")
+    assert isinstance(err, InputError)
