@@ -121,6 +121,36 @@ class CorrectnessRules(FrozenModel):
     sampling: SamplingRules = SamplingRules()
     """Stochastic outputs (``sampling`` mode): FlashInfer-Bench's thresholds by default."""
     # --- end of comparison overrides -------------------------------------------------------
+    # --- input generation: roles, held-out distributions, secret held-out sizes ------------
+    input_roles: dict[str, str] = Field(default_factory=dict)
+    """Input-name glob (``kv_indices``, ``*_indptr``, ``<definition>/<input>``) -> role spec,
+    ``role`` or ``role:<axis expression>`` (e.g. ``page:num_pages``, ``indptr:total_q``);
+    overrides the built-in inference (a definition's own ``input_role:`` tag wins)."""
+    distributions: list[Literal["plain", "scaled_up", "scaled_down", "outlier_channels",
+                                "zero_rows", "negative", "nonunit_weights"]] = Field(
+        default_factory=lambda: ["plain", "scaled_up", "scaled_down", "outlier_channels",
+                                 "zero_rows", "negative", "nonunit_weights"])
+    """Input distributions for trials after the first (trial 0 is always ``plain``): each
+    later trial takes one that changes the case, per case in an order drawn from the seed."""
+    heldout_count: int = Field(default=2, ge=0, le=16)
+    """Secret held-out sizes drawn per evaluation from its seed, besides ``heldout_values``."""
+    heldout_growth: float = Field(default=1.25, ge=1.0, le=4.0)
+    """Drawn sizes stay in [1, growth x the workload file's largest value] per axis."""
+
+    @model_validator(mode="after")
+    def _known_roles(self) -> CorrectnessRules:
+        known = {"data", "weight", "bias", "scale", "logits", "routing", "probs", "uniform",
+                 "temperature", "top_p", "top_k", "eps", "mask", "flag", "const", "offset",
+                 "indptr", "index", "page", "slot", "sparse", "length"}  # worker.recipes.ROLES
+        for pattern, spec in self.input_roles.items():
+            role, _, bound = spec.partition(":")
+            if role.strip() not in known:
+                raise ValueError(f"input_roles[{pattern!r}]: unknown role {role!r} "
+                                 f"(known: {sorted(known)})")
+            if len(bound) > 200:
+                raise ValueError(f"input_roles[{pattern!r}]: bound longer than 200 characters")
+        return self
+    # --- end of input generation -----------------------------------------------------------
 
     def tolerance_for(self, dtype: str) -> Tolerance:
         return self.dtype_tolerance.get(dtype, self.tolerance)
@@ -134,6 +164,11 @@ class BenchmarkRules(FrozenModel):
     """Timed calls whose outputs are re-checked against the reference afterwards."""
     max_dispersion: float | None = None
     """Maximum (p75 - p25) / median; None: not enforced."""
+    plausibility_margin: float | None = Field(default=0.7, gt=0, le=1)
+    """GPU: a measured median below this share of the workload's memory speed-of-light time
+    (every input and output byte once, over the measured copy bandwidth) is physically
+    impossible and rejects (``IMPLAUSIBLE_SPEED``). Only where that bound is a true lower
+    bound (no index/offset or blob inputs); elsewhere recorded only. None: record only."""
     baselines: list[Literal["flashinfer"]] = Field(
         default_factory=lambda: list[Literal["flashinfer"]](["flashinfer"]))
     """GPU: baselines timed in the same run besides the reference (the FlashInfer function of

@@ -138,3 +138,28 @@ def position(definition: Definition, axes: dict[str, int], payload: dict[str, An
     if flops:
         out["intensity_flop_per_byte"] = flops / max(nbytes, 1)
     return out
+
+
+def bound_is_strict(definition: Definition, payload: dict[str, Any]) -> bool:
+    """Every input and output byte must be touched: no integer (index, offset, length) or
+    blob inputs, which let a kernel read only part of a tensor."""
+    for item in payload["inputs"]:
+        spec = item.get("spec") or {}
+        if spec.get("type") == "safetensors":
+            return False
+        if item.get("shape") is not None and not (
+                item["dtype"].startswith(("float", "bfloat"))):
+            return False
+    return True
+
+
+def implausible(definition: Definition, payload: dict[str, Any], median_ms: float,
+                ceil: dict[str, Any], margin: float | None) -> str | None:
+    """Why a measured time cannot be real (faster than the bytes it must move allow), or None."""
+    if margin is None or median_ms <= 0 or not bound_is_strict(definition, payload):
+        return None
+    t_mem = bytes_per_call(payload) / ceil["copy_bandwidth_Bps"] * 1e3
+    if median_ms < margin * t_mem:
+        return (f"median {median_ms:.4f} ms is under {margin:.0%} of the {t_mem:.4f} ms its "
+                f"{bytes_per_call(payload)} bytes take at the measured copy bandwidth")
+    return None
