@@ -1,15 +1,28 @@
-"""Which concrete cases get run: workload-file cases plus held-out sizes, and their seeds."""
+"""Which concrete cases get run: workload-file cases plus held-out sizes, and their seeds.
+
+Every input gets a role (``stages.roles``) and, per case, recipe parameters as plain integers
+(``stages.inputplan``), so the worker makes inputs that are valid for what they mean. A case that
+cannot be given valid inputs is bad input, raised here, before anything runs. Held-out sizes
+are secret (drawn from the evaluation's seed, ``stages.heldout``); trials after the first draw
+their inputs from held-out distributions (``worker.dists``), named per trial seed in the payload.
+"""
 
 from __future__ import annotations
 
-import ast
 import hashlib
-import operator
+import random
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import InputError
 from ..models import Definition, Policy, WorkloadTrace
 from ..models.workload import RandomInput, SafetensorsInput, ScalarInput
+from ..worker import dists
+from ..worker.tensorgen import DTYPES, distribution
+from . import constraints as cons
+from . import heldout
+from .inputplan import resolve
+from .roles import Role, infer
 
 
 @dataclass(frozen=True)
@@ -22,67 +35,107 @@ class Case:
     payload: dict[str, Any]
     """JSON sent to the worker (see ``worker.tensorgen.make_inputs``)."""
 
+    def dist(self, seed: int) -> str:
+        """The input distribution of the call with this trial seed (``plain`` by default)."""
+        return distribution(self.payload, seed)
+
+
+class CasePlan(list[Case]):
+    """The cases to run, in order, and ``notes``: where coverage was reduced, and why."""
+
+    def __init__(self, cases: list[Case] | None = None, notes: list[str] | None = None) -> None:
+        super().__init__(cases or [])
+        self.notes: list[str] = list(notes or [])
+
 
 def derive_seed(root: int, *parts: object) -> int:
     h = hashlib.sha256(repr((root, *parts)).encode()).digest()
     return int.from_bytes(h[:8], "big") >> 11  # 53 bits: exact in RFC 8785 canonical JSON
 
 
-_OPS: dict[type, Any] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Div: operator.truediv,
-    ast.Pow: operator.pow, ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
-    ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
-}
-
-
-def _safe_eval(node: ast.AST, env: dict[str, int]) -> Any:
-    """Arithmetic/comparison only: definition constraints are input, never ``eval``-ed."""
-    if isinstance(node, ast.Expression):
-        return _safe_eval(node.body, env)
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
-        return node.value
-    if isinstance(node, ast.Name):
-        return env[node.id]
-    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-        return _OPS[type(node.op)](_safe_eval(node.left, env), _safe_eval(node.right, env))
-    if isinstance(node, ast.BoolOp):
-        vals = [_safe_eval(v, env) for v in node.values]
-        return all(vals) if isinstance(node.op, ast.And) else any(vals)
-    if isinstance(node, ast.Compare):
-        left = _safe_eval(node.left, env)
-        for op, comp in zip(node.ops, node.comparators, strict=True):
-            right = _safe_eval(comp, env)
-            if type(op) not in _OPS or not _OPS[type(op)](left, right):
-                return False
-            left = right
-        return True
-    raise ValueError("unsupported expression")
+def trial_seed(root: int, case_id: str, trial: int) -> int:
+    """Same derivation as ``execute.Plan.trial_seed`` (a unit test holds them together)."""
+    return derive_seed(root, "trial", case_id, trial)
 
 
 def satisfies(definition: Definition, axes: dict[str, int]) -> bool:
-    env = {n: a.value for n, a in definition.axes.items() if a.type == "const"}
-    env.update(axes)
+    """Whether ``axes`` meet the definition's axis constraints. Constraints outside the grammar
+    are skipped here; ``build_cases`` refuses them as bad input before anything runs."""
+    env = cons.env_of(definition, axes)
     for text in definition.constraints or []:
         try:
-            if not _safe_eval(ast.parse(text, mode="eval"), env):
+            (c,) = cons.parse(definition.model_copy(update={"constraints": [text]}))
+        except InputError:
+            continue
+        try:
+            if not cons.holds(c, env):
                 return False
-        except (ValueError, KeyError, SyntaxError, ZeroDivisionError, TypeError):
-            continue  # a constraint we cannot evaluate does not veto a case
+        except (cons.ConstraintError, KeyError):
+            return False
     return True
 
 
-def _payload(definition: Definition, axes: dict[str, int],
-             inputs: dict[str, Any]) -> dict[str, Any]:
+def _payload(definition: Definition, axes: dict[str, int], inputs: dict[str, Any],
+             roles: dict[str, Role] | None = None, params: dict[str, dict[str, Any]] | None = None,
+             ) -> dict[str, Any]:
     ins = []
+    act = False
     for name, spec in definition.inputs.items():
         shape = definition.resolve_shape(spec, axes)
         src = inputs.get(name)
-        ins.append({"name": name, "dtype": spec.dtype, "shape": list(shape) if shape else None,
-                    "spec": src.model_dump(mode="json") if src is not None else None})
+        role = roles[name].name if roles else "data"
+        item: dict[str, Any] = {
+            "name": name, "dtype": spec.dtype, "shape": list(shape) if shape else None,
+            "spec": src.model_dump(mode="json") if src is not None else None,
+            "role": role, "params": (params or {}).get(name, {})}
+        if not act and isinstance(src, RandomInput) and shape is not None and role == "data" \
+                and DTYPES[spec.dtype].is_floating_point:
+            item["act"] = act = True  # the activation: held-out distributions act on it
+        ins.append(item)
     outs = [{"name": n, "dtype": s.dtype, "shape": list(definition.resolve_shape(s, axes) or ())}
             for n, s in definition.outputs.items()]
     return {"inputs": ins, "outputs": outs}
+
+
+def _dists(payload: dict[str, Any], policy: Policy, seed: int, case_id: str) -> dict[str, str]:
+    """Trial 0 stays plain; later trials take the distributions that change this case, in an
+    order shuffled per case from the evaluation's seed."""
+    live = [d for d in policy.correctness.distributions if d != "plain" and any(
+        it["shape"] is not None and (it["spec"] or {}).get("type") == "random"
+        and dists.applies(d, it, DTYPES[it["dtype"]]) for it in payload["inputs"])]
+    if not live:
+        return {}
+    random.Random(derive_seed(seed, "dists", case_id)).shuffle(live)  # noqa: S311 - order only
+    return {str(trial_seed(seed, case_id, t)): live[(t - 1) % len(live)]
+            for t in range(1, policy.correctness.trials)}
+
+
+def _check_inputs(definition: Definition, inputs: dict[str, Any], where: str) -> None:
+    for name, spec in definition.inputs.items():
+        src = inputs.get(name)
+        if spec.dtype not in DTYPES and isinstance(src, RandomInput):
+            raise InputError(f"{where}: input {name!r}: random {spec.dtype} inputs cannot be "
+                             "generated (give it as a safetensors blob)", where=definition.name)
+        if isinstance(src, ScalarInput) and spec.dtype.startswith(("int", "uint")) and (
+                isinstance(src.value, float) and not float(src.value).is_integer()):
+            raise InputError(f"{where}: scalar {name!r} is {spec.dtype} but its value is "
+                             f"{src.value!r}", where=definition.name)
+
+
+def _case(definition: Definition, policy: Policy, roles: dict[str, Role], cid: str, wl: str,
+          axes: dict[str, int], held: bool, inputs: dict[str, Any], seed: int | None) -> Case:
+    where = f"held-out size {axes}" if held else f"workload {wl}"
+    _check_inputs(definition, inputs, where)
+    generated = {n for n, s in inputs.items() if isinstance(s, RandomInput)}
+    params, problems = resolve(definition, roles, axes, generated)
+    hard = [p for p in problems if p.hard]
+    if hard:
+        raise InputError(f"{where}: input {hard[0].input!r} cannot be made valid: "
+                         f"{hard[0].why}", where=definition.name)
+    payload = _payload(definition, axes, inputs, roles, params)
+    if seed is not None:
+        payload["dists"] = _dists(payload, policy, seed, cid)
+    return Case(cid, wl, dict(axes), held, payload)
 
 
 def pick_workloads(workloads: list[WorkloadTrace], limit: int) -> list[WorkloadTrace]:
@@ -94,27 +147,45 @@ def pick_workloads(workloads: list[WorkloadTrace], limit: int) -> list[WorkloadT
     return [ordered[round(i * step)] for i in range(limit)]
 
 
-def build_cases(definition: Definition, workloads: list[WorkloadTrace],
-                policy: Policy) -> list[Case]:
+def build_cases(definition: Definition, workloads: list[WorkloadTrace], policy: Policy, *,
+                seed: int | None = None) -> CasePlan:
+    """Cases for one evaluation. ``seed`` (the evaluation's root seed, secret) draws the
+    held-out sizes and each case's trial distributions; without it only the policy's fixed
+    ``heldout_values`` are added and every trial is plain."""
+    constraints = cons.parse(definition)
+    roles = infer(definition, policy.correctness, constraints)
+    notes = sorted({r.note for r in roles.values() if r.note})
     chosen = pick_workloads(workloads, policy.correctness.max_workloads)
-    cases = [Case(f"w{i}", w.workload.uuid, dict(w.workload.axes), False,
-                  _payload(definition, w.workload.axes, dict(w.workload.inputs)))
-             for i, w in enumerate(chosen)]
-    seen = {tuple(sorted(w.workload.axes.items())) for w in workloads}
+    cases = [_case(definition, policy, roles, f"w{i}", w.workload.uuid, dict(w.workload.axes),
+                   False, dict(w.workload.inputs), seed) for i, w in enumerate(chosen)]
+    for w in chosen:
+        env = cons.env_of(definition, dict(w.workload.axes))
+        bad = [c.text for c in constraints if not _holds(c, env)]
+        if bad:
+            notes.append(f"workload {w.workload.uuid} violates constraint {bad[0]!r}")
     template = chosen[0].workload
-    if definition.var_axes and not any(
-        isinstance(s, SafetensorsInput) for s in template.inputs.values()
-    ):
-        for value in policy.correctness.heldout_values:
-            axes = {a: value for a in definition.var_axes}
-            key = tuple(sorted(axes.items()))
-            if key in seen or not satisfies(definition, axes):
-                continue
-            seen.add(key)
-            inputs: dict[str, Any] = {
-                n: (s if isinstance(s, ScalarInput) else RandomInput(type="random"))
-                for n, s in template.inputs.items()
-            }
-            cases.append(Case(f"h{value}", f"heldout:{value}", axes, True,
-                              _payload(definition, axes, inputs)))
-    return cases
+    inputs: dict[str, Any] = {
+        n: (s if isinstance(s, ScalarInput) else RandomInput(type="random"))
+        for n, s in template.inputs.items()}
+    for n, s in template.inputs.items():
+        spec = definition.inputs.get(n)
+        if isinstance(s, SafetensorsInput) and spec is not None and roles[n].name == "data" \
+                and not DTYPES.get(spec.dtype, DTYPES["float32"]).is_floating_point:
+            notes.append(f"input {n!r} comes from a blob and its role is unknown: held-out "
+                         "sizes fill it with random integers in [0, 64)")
+    seen = {tuple(sorted(w.workload.axes.items())) for w in workloads}
+    held, more = heldout.draw(definition, workloads, policy.correctness, constraints, roles,
+                              {n for n, s in inputs.items() if isinstance(s, RandomInput)},
+                              seen, seed, derive_seed)
+    notes += more
+    for cid, axes in held:
+        cases.append(_case(definition, policy, roles, cid, f"heldout:{cid}", axes, True,
+                           inputs, seed))
+    return CasePlan(cases, notes)
+
+
+def _holds(c: cons.Constraint, env: dict[str, int]) -> bool:
+    try:
+        return cons.holds(c, env)
+    except (cons.ConstraintError, KeyError):
+        return False

@@ -1,15 +1,21 @@
-"""Workload input spec -> tensors, deterministically from a seed.
+"""Workload input spec -> tensors, deterministically from (case payload, seed).
 
 Shared by both sides: the worker makes a trial's inputs itself (fresh values, fresh
-addresses every call) and the host regenerates exactly the same ones to check them.
+addresses every call) and the host regenerates exactly the same ones to check them. Values are
+always made on the CPU from a ``torch.Generator`` and only then moved, so CPU and CUDA agree.
+Each input has its own generator (seeded from the trial seed and its position), so one input's
+recipe never shifts another's values.
 """
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from . import dists, recipes
 
 DTYPES: dict[str, torch.dtype] = {
     "float64": torch.float64, "float32": torch.float32, "float16": torch.float16,
@@ -21,41 +27,54 @@ for _name, _attr in (("float8_e4m3fn", "float8_e4m3fn"), ("float8_e5m2", "float8
         DTYPES[_name] = getattr(torch, _attr)
 
 
-def _random(shape: tuple[int, ...], dtype: torch.dtype, gen: torch.Generator) -> torch.Tensor:
-    if dtype == torch.bool:
-        return torch.randint(0, 2, shape, generator=gen).to(torch.bool)
-    if not dtype.is_floating_point:
-        return torch.randint(0, 64, shape, generator=gen).to(dtype)
-    return torch.randn(shape, generator=gen, dtype=torch.float32).to(dtype)
+def _generator(seed: int, index: int) -> torch.Generator:
+    digest = hashlib.sha256(f"{seed}/{index}".encode()).digest()
+    return torch.Generator().manual_seed(int.from_bytes(digest[:8], "big") >> 1)
+
+
+def distribution(case: dict[str, Any], seed: int) -> str:
+    """The held-out distribution a trial seed draws its inputs from (``plain`` when none)."""
+    name = (case.get("dists") or {}).get(str(seed), "plain")
+    return name if name in dists.DISTRIBUTIONS else "plain"
 
 
 def make_inputs(case: dict[str, Any], seed: int, device: str, data_dir: str) -> list[Any]:
     """Inputs in definition order. ``case`` is the JSON the host sends:
 
-    ``{"inputs": [{"name", "dtype", "shape": [..] | None, "spec": {workload input} | None}]}``
+    ``{"inputs": [{"name", "dtype", "shape": [..] | None, "spec": {workload input} | None,
+    "role", "params", "act"}], "dists": {"<trial seed>": "<distribution>"}}``
     """
-    gen = torch.Generator().manual_seed(seed)
-    values: list[Any] = []
-    for item in case["inputs"]:
+    dist = distribution(case, seed)
+    items = case["inputs"]
+    values: list[Any] = [None] * len(items)
+    made: dict[str, torch.Tensor] = {}
+    # inputs whose recipe reads another input (an indptr ``within`` another) come last
+    order = sorted(range(len(items)), key=lambda i: bool((items[i].get("params") or {})
+                                                         .get("within")))
+    for i in order:
+        item = items[i]
         spec = item.get("spec")
         if spec is None:
-            values.append(None)  # optional input the workload leaves out
-            continue
+            continue  # optional input the workload leaves out
         kind = spec["type"]
         if kind == "scalar":
-            values.append(spec["value"])
+            values[i] = recipes.cast_scalar(spec["value"], str(item["dtype"]))
             continue
         dtype = DTYPES[item["dtype"]]
         if kind == "safetensors":
             from safetensors.torch import load_file
 
             tensors = load_file(str(Path(data_dir) / spec["path"]))
-            values.append(tensors[spec["tensor_key"]].to(device=device, dtype=dtype).contiguous())
+            values[i] = tensors[spec["tensor_key"]].to(device=device, dtype=dtype).contiguous()
             continue
+        gen = _generator(seed, i)
         if item["shape"] is None:
-            values.append(float(torch.randn((), generator=gen)))
+            values[i] = recipes.make_scalar(item, gen)
             continue
-        values.append(_random(tuple(item["shape"]), dtype, gen).to(device))
+        t = recipes.make_tensor(item, tuple(item["shape"]), dtype, gen, made)
+        dists.apply(dist, item, t, gen)
+        made[str(item["name"])] = t
+        values[i] = t.to(device)
     return values
 
 
