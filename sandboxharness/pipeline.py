@@ -115,7 +115,7 @@ class Harness:
                  workloads: list[WorkloadTrace], seed: int, device: str, root: Path,
                  blob_root: Path | None, emit: Observer) -> None:
         data_dir = jobs.stage_blobs(workloads, blob_root, root / "data")
-        cases = build_cases(definition, workloads, self.policy)
+        cases = build_cases(definition, workloads, self.policy, seed=seed)
         t0 = time.monotonic()
         cand, ref, plan = jobs.run_both(self.sandbox, definition, solution, cases, self.policy,
                                         seed, device, root, data_dir)
@@ -148,6 +148,7 @@ class Harness:
                 reasons = honesty.rebound(cand) or honesty.launches(
                     solution.spec.language.value, cand)
         details["root_seed"] = seed
+        details["coverage_notes"] = cases.notes  # where held-out coverage was reduced
         emit(StageResult(stage=Stage.CORRECTNESS, status="failed" if reasons else "passed",
                          duration_s=cand.wall_s.get("correctness", 0.0) + time.monotonic() - t1,
                          reasons=reasons, details=details))

@@ -128,8 +128,10 @@ class CorrectnessRules(FrozenModel):
     overrides the built-in inference (a definition's own ``input_role:`` tag wins)."""
     distributions: list[Literal["plain", "scaled_up", "scaled_down", "outlier_channels",
                                 "zero_rows", "negative", "nonunit_weights"]] = Field(
-        default_factory=lambda: ["plain", "scaled_up", "scaled_down", "outlier_channels",
-                                 "zero_rows", "negative", "nonunit_weights"])
+        default_factory=lambda: list[Literal[
+            "plain", "scaled_up", "scaled_down", "outlier_channels", "zero_rows", "negative",
+            "nonunit_weights"]](["plain", "scaled_up", "scaled_down", "outlier_channels",
+                                 "zero_rows", "negative", "nonunit_weights"]))
     """Input distributions for trials after the first (trial 0 is always ``plain``): each
     later trial takes one that changes the case, per case in an order drawn from the seed."""
     heldout_count: int = Field(default=2, ge=0, le=16)

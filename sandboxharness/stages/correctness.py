@@ -117,7 +117,8 @@ def judge(definition: Definition, policy: Policy, cand: RoleRun, ref: RoleRun,
         if code is not None and not any(r.code == code for r in reasons):
             where = "held-out size" if call.case.heldout else "workload"
             reasons.append(Reason(code=code, stage=Stage.CORRECTNESS,
-                                  message=f"{where} {call.case.axes}, seed {call.seed}: {msg}"))
+                                  message=f"{where} {call.case.axes}, seed {call.seed}, "
+                                  f"dist={call.case.dist(call.seed)}: {msg}"))
     for cid in dropped:
         cases.pop(cid, None)
     details = {"cases": list(cases.values()), "trials_per_case": policy.correctness.trials,
