@@ -176,12 +176,12 @@ def extend_benchmark(sandbox: Sandbox, definition: Definition, policy: Policy, c
         med_ms = _median(bench.times_s) * 1e3
         entry["roofline"] = roofline.position(definition, bench.case.axes, bench.case.payload,
                                               med_ms, ceil)
-        why = roofline.implausible(definition, bench.case.payload, med_ms, ceil,
+        odd = roofline.implausible(definition, bench.case.payload, med_ms, ceil,
                                    policy.benchmark.plausibility_margin)
-        entry["roofline"]["plausible"] = why is None
-        if why:
+        entry["roofline"]["plausible"] = odd is None
+        if odd:
             reasons.append(Reason(code=ReasonCode.IMPLAUSIBLE_SPEED, stage=Stage.BENCHMARK,
-                                  message=f"workload {bench.case.axes}: {why}"))
+                                  message=f"workload {bench.case.axes}: {odd}"))
     details["ceilings"] = ceil
     details["timing"] = ("per call, as triton.testing.do_bench: L2 flush (max(2x L2, 256 MB) "
                          "written), start event, call, end event on the current stream, then a "

@@ -166,7 +166,8 @@ class Harness:
         t2 = time.monotonic()
         b_reasons, b_details = benchmark.judge(definition, self.policy, cand, ref, cand_dir,
                                                ref_dir, str(data_dir), device,
-                                               solution.spec.language.value)
+                                               solution.spec.language.value,
+                                               honesty.own_kernels(solution))
         if cand.fault is not None and cand.fault_phase == "benchmark":
             b_reasons.insert(0, Reason(code=cand.fault.code, stage=Stage.BENCHMARK,
                                        message=cand.fault.message))

@@ -55,7 +55,8 @@ def summarize(times: list[float]) -> dict[str, float]:
 
 def judge(definition: Definition, policy: Policy, cand: RoleRun, ref: RoleRun, cand_dir: Path,
           ref_dir: Path, data_dir: str, device: str,
-          language: str = "") -> tuple[list[Reason], dict[str, Any]]:
+          language: str = "", own: list[str] | None = None
+          ) -> tuple[list[Reason], dict[str, Any]]:
     reasons: list[Reason] = []
     per_workload: list[dict[str, Any]] = []
     ref_bench = {b.case.id: b for b in ref.benches}
@@ -74,7 +75,7 @@ def judge(definition: Definition, policy: Policy, cand: RoleRun, ref: RoleRun, c
                                   message=f"workload {bench.case.axes}: {why} (worker "
                                   f"{reported * 1e3:.3f} ms in all, host "
                                   f"{sum(spans) * 1e3:.3f} ms over the calls)"))
-        reasons.extend(honesty.timed(language, bench))
+        reasons.extend(honesty.timed(language, bench, own))
         for idx, fname in bench.sampled.items():
             ref_call = ref_calls.get((bench.case.id, idx))
             if ref_call is None or ref_call.error is not None:

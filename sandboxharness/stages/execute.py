@@ -55,6 +55,8 @@ class TimedCall:
     """Host clock from the ``ready`` frame to the ``done`` frame (call, sync, flush)."""
     re_out: str = ""
     """Digest of its outputs after the whole batch."""
+    kernels: list[str] | None = None
+    """Names of the GPU kernels it launched (CUPTI records; None where not traced)."""
 
 
 @dataclass
@@ -256,6 +258,12 @@ def _benches(session: WorkerSession, run: RoleRun, plan: Plan, out_dir: str, rol
         bench.calls = frames.calls
         for call, digest in zip(bench.calls, re_out, strict=True):
             call.re_out = str(digest)
+        names = (reply.get("clock") or {}).get("kernel_names") if isinstance(
+            reply.get("clock"), dict) else None
+        if isinstance(names, list) and len(names) == len(bench.calls):
+            for call, got in zip(bench.calls, names, strict=True):
+                if isinstance(got, list):
+                    call.kernels = [str(n)[:200] for n in got[:16]]
         if role == "candidate" and rules.sampled_checks:
             # chosen only after the timed calls returned, so the candidate cannot know them
             k = min(rules.sampled_checks, len(bench.seeds))

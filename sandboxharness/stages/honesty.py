@@ -8,11 +8,26 @@ changed by a timed call, and calls that launched none of the declared language's
 
 from __future__ import annotations
 
+import re
+
+from ..models.solution import Solution
 from ..models.verdict import Reason, ReasonCode, Stage
 from .execute import BenchResult, RoleRun
 
 COUNTED_LANGUAGES = ("triton",)
 """Languages whose kernel launches the worker counts (Triton's launch hook / interpreter)."""
+
+
+_GLOBAL = re.compile(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(?:static\s+)?"
+                     r"(?:inline\s+)?void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)")
+
+
+def own_kernels(solution: Solution) -> list[str]:
+    """``__global__`` function names in a CUDA solution's sources (trusted side)."""
+    names: list[str] = []
+    for src in solution.sources:
+        names.extend(m.group(1) for m in _GLOBAL.finditer(src.content))
+    return sorted(set(names))
 
 
 def _reason(code: ReasonCode, stage: Stage, message: str) -> Reason:
@@ -60,9 +75,10 @@ def _nonempty(payload: dict[str, object]) -> bool:
     return True
 
 
-def timed(language: str, bench: BenchResult) -> list[Reason]:
+def timed(language: str, bench: BenchResult, own: list[str] | None = None) -> list[Reason]:
     """Every timed call: inputs unchanged, outputs unchanged by later calls, the declared
-    language used; the sampled calls' files are exactly what was bound."""
+    language used (a CUDA solution launches one of its own ``own`` kernels, where CUPTI names
+    them); the sampled calls' files are exactly what was bound."""
     where = f"workload {bench.case.axes}"
     for i, call in enumerate(bench.calls):
         if call.bound.get("in") != call.pre_in:
@@ -80,6 +96,11 @@ def timed(language: str, bench: BenchResult) -> list[Reason]:
                 bench.case.payload):
             return [_reason(ReasonCode.LANGUAGE_NOT_USED, Stage.BENCHMARK,
                             f"{where}: timed call #{i} launched no {language} kernel")]
+        if own and call.kernels is not None and _nonempty(bench.case.payload) and not any(
+                name in k for k in call.kernels for name in own):
+            return [_reason(ReasonCode.LANGUAGE_NOT_USED, Stage.BENCHMARK,
+                            f"{where}: timed call #{i} launched none of the solution's own "
+                            f"kernels ({', '.join(own[:4])}); it ran {call.kernels[:4]}")]
     for i, dumped in bench.dumped.items():
         if dumped != bench.calls[i].bound:
             return [_reason(ReasonCode.INTEGRITY_VIOLATION, Stage.BENCHMARK,

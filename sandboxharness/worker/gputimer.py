@@ -12,7 +12,7 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-from .gputrace import window_span
+from .gputrace import names_in, window_span
 
 FLUSH_FACTOR = 2
 FLUSH_MIN_BYTES = 256 * 10**6
@@ -78,6 +78,8 @@ class GpuTimer:
         self.cupti = False
         """True once CUPTI is in use (after the first timed batch)."""
         self.trace_error: str | None = None
+        self.kernel_names: list[list[str]] = []
+        """Per call of the last batch (CUPTI only): names of the kernels it launched."""
 
     def flush(self) -> None:
         """Evict the L2 (and, with CUPTI, keep the device busy for ``PAD_S`` beyond that)."""
@@ -186,6 +188,7 @@ class GpuTimer:
         if trace is None:
             return rets, stream, total, [(0.0, False)] * n
         records = trace.drain()
+        self.kernel_names = [names_in(trace.kernel_names, a, b) for a, b in windows]
         return rets, stream, total, [window_span(records, a, b, *self._prelude)
                                      for a, b in windows]
 
@@ -217,6 +220,7 @@ class GpuTimer:
             "method": self.method, "stream_s": stream, "flush_bytes": self.flush_bytes,
             "other_streams_longer": sum(o > s for s, o in zip(stream, other, strict=True))}
         if self._trace is not None:
+            info["kernel_names"] = self.kernel_names
             info["event_cost_s"] = self._event_cost
             info["off_stream_calls"] = sum(sp is not None and sp[1] for sp in spans)
             info["trace_lost"] = lost  # the worker reports these as an integrity violation

@@ -28,6 +28,9 @@ class ActivityTrace:
         self._cupti: Any = cupti
         self._lock = threading.Lock()
         self._spans: list[tuple[int, int, int]] = []
+        self._names: list[tuple[int, str]] = []
+        self.kernel_names: list[tuple[int, str]] = []
+        """(start ns, name) of the kernels handed over by the last drain."""
         self._on = False
         self.now = cupti.get_timestamp
         self.version = _version()
@@ -42,8 +45,11 @@ class ActivityTrace:
     def _completed(self, activities: list[Any]) -> None:
         got = [(int(a.start), int(a.end), int(getattr(a, "stream_id", 0)))
                for a in activities if getattr(a, "start", 0) and getattr(a, "end", 0)]
+        names = [(int(a.start), str(a.name)[:200]) for a in activities
+                 if getattr(a, "start", 0) and isinstance(getattr(a, "name", None), str)]
         with self._lock:
             self._spans.extend(got)
+            self._names.extend(names)
 
     def enable(self) -> None:
         if not self._on:
@@ -63,6 +69,7 @@ class ActivityTrace:
         self._cupti.activity_flush_all(1)
         with self._lock:
             out, self._spans = self._spans, []
+            self.kernel_names, self._names = self._names, []
         return out
 
 
@@ -107,3 +114,14 @@ def window_span(records: list[tuple[int, int, int]], before: int, after: int,
     if not rest:
         return 0.0, False
     return max(0, max(r[1] for r in rest) - rest[0][0]) / 1e9, off
+
+
+def names_in(names: list[tuple[int, str]], before: int, after: int, cap: int = 16) -> list[str]:
+    """Distinct names of the kernels that began inside [before, after] (at most ``cap``)."""
+    out: list[str] = []
+    for start, name in sorted(names):
+        if before <= start <= after and name not in out:
+            out.append(name)
+            if len(out) >= cap:
+                break
+    return out
