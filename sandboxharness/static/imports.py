@@ -4,9 +4,11 @@ Every finding here has the tool ``policy`` and a ``policy.*`` rule id; they alwa
 (a policy owner cannot waive their own policy with ``ignore_rules``).
 
 * ``policy.import-denied``: an import (static, or ``importlib.import_module``/``__import__``
-  with a literal name) or a reference through an imported name that falls under
-  ``Policy.imports.deny`` (dotted prefixes: ``torch.utils.cpp_extension`` denies its
-  submodules and attributes too).
+  with a name folded from constants) or a reference through an imported name that falls
+  under ``Policy.imports.deny`` (dotted prefixes: ``torch.utils.cpp_extension`` denies its
+  submodules and attributes too). References follow aliases (see ``ast_checks.names``), and a
+  denied module reached as an attribute of an allowed one (``os.sys.modules``,
+  ``torch.os``, ``from numpy import os``, ``vars(torch)["os"]``) is the denied module.
 * ``policy.import-not-allowed``: an absolute import outside ``Policy.imports.allow`` when
   that list is set. ``__future__`` and the candidate's own modules are always allowed.
 * ``policy.baseline-call``: with ``forbid_baseline_library``, any import of or reference to
@@ -31,6 +33,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePosixPath
 
 from ..models import Definition, Policy
+from .ast_checks.modmap import via_module
 from .ast_rules import PythonNames, parse_python, source_kind
 from .interface import Finding
 
@@ -143,6 +146,8 @@ def _check_imports(rel: str, names: PythonNames, policy: Policy, local: set[str]
             continue  # the candidate's own package
         candidates = [imp.module] + ([f"{imp.module}.{imp.name}"]
                                      if imp.name and imp.name != "*" else [])
+        shown = candidates[-1]
+        candidates += sorted(via_module(shown))  # from torch import os
         top = imp.module.split(".")[0]
         how = "imports" if not imp.dynamic else "imports dynamically"
         if baseline and any(matches_prefix(c, [baseline]) for c in candidates):
@@ -153,10 +158,10 @@ def _check_imports(rel: str, names: PythonNames, policy: Policy, local: set[str]
         hit = next((d for c in candidates if (d := matches_prefix(c, deny))), None)
         if hit:
             out.append(_finding("policy.import-denied", rel, imp.line,
-                                f"{how} {candidates[-1]} (policy denies {hit!r})"))
+                                f"{how} {shown} (policy denies {hit!r})"))
         elif allow is not None and not any(matches_prefix(c, allow) for c in candidates):
             out.append(_finding("policy.import-not-allowed", rel, imp.line,
-                                f"{how} {candidates[-1]}: not in the policy's allow list"))
+                                f"{how} {shown}: not in the policy's allow list"))
     reported = {(f.rule_id, f.line) for f in out}
     for dotted, line in names.references():
         if dotted.startswith("."):

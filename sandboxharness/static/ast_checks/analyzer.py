@@ -13,6 +13,7 @@ from .rules import RULESET_VERSION, finding
 from .sources import parse_python, source_kind
 from .state_checks import StateChecker
 from .statement_checks import StatementChecks
+from .store_checks import StoreChecker
 
 __all__ = ["AstAnalyzer", "Checker", "analyse_source"]
 
@@ -41,6 +42,7 @@ def analyse_source(data: bytes | str, path: str, *, forbid_torch_compute: bool =
         checker = Checker(path, PythonNames(tree), forbid_torch_compute)
         checker.visit(tree)
         StateChecker(checker).run(tree)
+        StoreChecker(checker).run(tree)
         findings.extend(checker.findings)
     except RecursionError:
         findings.append(finding("ast.unanalysable", path, 1, "too deeply nested to analyse"))

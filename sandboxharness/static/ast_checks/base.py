@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Sequence
 
 from ..interface import Finding
 from .names import BUILTIN_NAMES, PythonNames
 from .rules import NAME_RULES, finding
+from .walk import walk_local
 
 __all__ = ["CheckerBase", "walk_local"]
 
@@ -24,6 +24,8 @@ class CheckerBase(ast.NodeVisitor):
         self.findings: list[Finding] = []
         self.bases: set[int] = set()
         """Nodes used as the object of ``x.attr`` or ``getattr(x, ...)``."""
+        self.called: set[int] = set()
+        """Nodes called as a function (``f`` in ``f(...)``)."""
 
     def report(self, rule_id: str, node: ast.AST, message: str) -> None:
         self.findings.append(finding(rule_id, self.path, getattr(node, "lineno", 1), message))
@@ -44,7 +46,7 @@ class CheckerBase(ast.NodeVisitor):
                 res = sorted(self.names.bindings.get(node.id, ()))
                 if res:
                     return res[0]
-            elif isinstance(node, (ast.Name, ast.Attribute)):
+            else:
                 res = sorted(self.names.resolve(node) - {"builtins.type"})
                 if res:
                     return res[0]
@@ -52,7 +54,7 @@ class CheckerBase(ast.NodeVisitor):
                 if node.attr == "__class__":
                     return "<object>.__class__"
                 node = node.value
-            elif isinstance(node, ast.Subscript):
+            elif isinstance(node, (ast.Subscript, ast.Starred, ast.NamedExpr)):
                 node = node.value
             elif isinstance(node, ast.Call):
                 if "builtins.type" in self.names.resolve(node.func):
@@ -69,15 +71,3 @@ class CheckerBase(ast.NodeVisitor):
             return any(self.is_broad(e) for e in expr.elts)
         return bool(self.names.resolve(expr) & {"builtins.Exception", "builtins.BaseException"})
 
-
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-
-
-def walk_local(body: Sequence[ast.AST]) -> Iterator[ast.AST]:
-    """Nodes of ``body`` without descending into nested functions or classes."""
-    stack = list(reversed(body))
-    while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, _SCOPES):
-            stack.extend(reversed(list(ast.iter_child_nodes(node))))

@@ -19,6 +19,7 @@ class CallChecks(CheckerBase):
     """What a call does beyond naming its function (the name itself is a reference)."""
 
     def visit_Call(self, node: ast.Call) -> None:
+        self.called.add(id(node.func))
         func = self.names.resolve(node.func)
         if node.args and func & {"builtins.getattr", "builtins.hasattr", "builtins.setattr",
                                  "builtins.delattr"}:
@@ -70,8 +71,11 @@ class CallChecks(CheckerBase):
             return
         obj, name = node.args[0], node.args[1]
         base = self.derived(obj)
-        if isinstance(name, ast.Constant) and isinstance(name.value, str):
-            attr = name.value
+        attr = self.names.literal(name)
+        if attr is not None:
+            if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+                self.report("ast.dynamic-code", node, f"attribute name {attr!r} assembled "
+                            "from pieces (hides what is accessed)")
             if attr in ATTR_RULES:
                 rule_id, what = ATTR_RULES[attr]
                 self.report(rule_id, node, f"{attr!r}: {what}")

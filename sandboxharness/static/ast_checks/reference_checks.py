@@ -6,15 +6,22 @@ import ast
 import re
 
 from .base import CheckerBase
+from .modmap import is_module_path
 from .names import normalise
 from .rules import ATTR_RULES
 
 __all__ = ["ReferenceChecks"]
 
 _SPECIAL_NAMES = {"__builtins__": "ast.dynamic-code", "__loader__": "ast.dynamic-code"}
+# Attribute access by name: handed around as a value, it is access no rule can follow.
+_ATTR_FUNCS = {"builtins.getattr", "builtins.setattr", "builtins.delattr",
+               "operator.attrgetter", "operator.methodcaller"}
 _SUSPICIOUS_STRING = re.compile(
     r"__(globals|builtins|subclasses|import|code|closure|bases|mro|dict|class|getattribute|"
-    r"setattr|delattr|loader)__|\bf_(back|globals|locals|builtins)\b|\btb_frame\b")
+    r"setattr|delattr|loader|traceback|self|func|wrapped)__|\bf_(back|globals|locals|builtins)\b|"
+    r"\b(tb|gi|cr|ag)_frame\b|\bcell_contents\b|\b_getframe\b|\bcurrentframe\b")
+# Paths that describe the machine or the process rather than data a kernel would need.
+_SYSTEM_PATH = re.compile(r"^/(proc|sys|dev|etc|run|var/run|\.dockerenv|\.containerenv)(/|$)")
 # What a non-torch solution may still use from torch: allocation, dtypes, metadata, devices.
 _TORCH_GLUE = re.compile(
     r"^torch\.(empty|empty_like|empty_strided|zeros|zeros_like|ones|ones_like|full|full_like|"
@@ -58,6 +65,9 @@ class ReferenceChecks(CheckerBase):
             resolved = self.names.resolve(node)
             for dotted in sorted(resolved):
                 self.check_name(dotted, node)
+            if resolved & _ATTR_FUNCS and id(node) not in self.called:
+                self.report("ast.dynamic-code", node, f"{node.id} used as a value (passed or "
+                            "stored): attribute access that cannot be followed")
             modules = sorted(resolved & self.names.module_paths)
             if modules and id(node) not in self.bases:
                 self.report("ast.dynamic-code", node, f"module {modules[0]} used as a value "
@@ -86,7 +96,20 @@ class ReferenceChecks(CheckerBase):
             for dotted in sorted(resolved):
                 self.check_name(dotted, node)
             self.check_torch_compute(node, resolved)
+            self.check_module_escape(node, resolved)
         self.generic_visit(node)
+
+    def check_module_escape(self, node: ast.Attribute, resolved: set[str]) -> None:
+        """A module reached as an attribute (``torch.cuda``, ``np.os``) handed on as a value
+        (an argument, a container element, a return value): later uses cannot be followed.
+        Binding it to a plain name is followed (``F = torch.nn.functional`` is fine)."""
+        if id(node) in self.bases or id(node) in self.called or (
+                id(node) in self.names.alias_values):
+            return
+        modules = sorted(r for r in resolved if is_module_path(r))
+        if modules:
+            self.report("ast.dynamic-code", node, f"module {modules[0]} used as a value "
+                        "(passed, returned or stored): later uses cannot be checked")
 
     def check_store(self, node: ast.Attribute) -> None:
         verb = "deletes" if isinstance(node.ctx, ast.Del) else "assigns"
@@ -122,6 +145,11 @@ class ReferenceChecks(CheckerBase):
         if isinstance(node.value, str) and _SUSPICIOUS_STRING.search(node.value):
             self.report("ast.introspection", node,
                         "string names a sensitive attribute (dynamic access)")
+        if isinstance(node.value, (str, bytes)):
+            text = node.value.decode("latin-1") if isinstance(node.value, bytes) else node.value
+            if _SYSTEM_PATH.match(text.strip()):
+                self.report("ast.env-probe", node, f"names a system path ({text[:40]!r}): "
+                            "reads the machine or the process tree")
 
     def visit_Expr(self, node: ast.Expr) -> None:
         if _is_str(node.value):  # docstrings and bare strings do nothing

@@ -13,7 +13,7 @@ from ..interface import Finding, Severity
 
 __all__ = ["ATTR_RULES", "NAME_RULES", "RULES", "RULESET_VERSION", "AstRule", "finding"]
 
-RULESET_VERSION = "1"
+RULESET_VERSION = "2"
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,9 @@ RULES: dict[str, AstRule] = {r.id: r for r in (
     AstRule("ast.network", "high", "Uses the network."),
     AstRule("ast.file-write", "high",
             "Writes, moves, deletes or changes permissions of files."),
-    AstRule("ast.file-read", "low", "Reads files or lists directories."),
+    AstRule("ast.file-read", "medium",
+            "Reads files or lists directories (a kernel needs neither; it may be probing "
+            "where it runs)."),
     AstRule("ast.concurrency", "high",
             "Threads, processes, executors or event loops (work that outlives the call)."),
     AstRule("ast.monkeypatch", "high",
@@ -69,7 +71,18 @@ RULES: dict[str, AstRule] = {r.id: r for r in (
             "Registers or overrides torch operators or dispatch (torch.library, modes)."),
     AstRule("ast.torch-config", "medium",
             "Changes process-wide torch settings (torch.set_*, seeds, torch.backends flags)."),
-    AstRule("ast.clock-read", "low", "Reads clocks (can be used to detect benchmarking)."),
+    AstRule("ast.clock-read", "medium",
+            "Reads clocks or times itself (can be used to detect benchmarking)."),
+    AstRule("ast.env-probe", "medium",
+            "Probes where it runs (hostname, pids, users, argv, platform, system paths, "
+            "device memory counters, RNG state): it may behave differently under evaluation."),
+    AstRule("ast.deferred-callback", "high",
+            "Registers code that runs later, outside the call (__del__, weakref finalizers and "
+            "callbacks, tensor or module hooks, future callbacks): it can rewrite results "
+            "after they were taken."),
+    AstRule("ast.shared-storage", "high",
+            "Shares, maps or re-points tensor storage (torch.from_file, mmap, untyped_storage, "
+            "share_memory_, set_, raw array interfaces): outputs may change after the call."),
     AstRule("ast.torch-compute", "medium",
             "A Triton/CUDA solution computes with torch (the kernel may be a decoy); only "
             "allocation, metadata and device queries are expected."),
@@ -98,7 +111,7 @@ NAME_RULES: list[tuple[re.Pattern[str], str, str]] = [
          r"sys\.(meta_path|path_hooks|path_importer_cache|path)",
          r"operator\.(attrgetter|methodcaller)"),
      "ast.dynamic-code", "runs or loads code the analysers cannot see"),
-    (_rx("ctypes", "cffi", "_cffi_backend", "mmap", r"torch\.utils\.cpp_extension",
+    (_rx("ctypes", "cffi", "_cffi_backend", r"torch\.utils\.cpp_extension",
          r"torch\.(ops|classes)\.load_library", r"torch\.cuda\.cudart", "cuda", "pycuda",
          "cupy", "cupyx", "numba", "nvrtc", r"tvm_ffi\.load\w*"),
      "ast.native-code", "loads native code or foreign functions"),
@@ -106,13 +119,14 @@ NAME_RULES: list[tuple[re.Pattern[str], str, str]] = [
          "httplib", "requests", "httpx", "aiohttp", "ftplib", "smtplib", "poplib", "imaplib",
          "nntplib", "telnetlib", "xmlrpc", "socketserver", "websocket", "websockets",
          "paramiko", "grpc", "zmq", "webbrowser", "asyncore", "asynchat",
-         r"torch\.distributed"),
+         r"torch\.distributed", r"torch\.hub"),
      "ast.network", "uses the network"),
     (_rx(r"os\.(remove|unlink|rename|renames|replace|rmdir|removedirs|mkdir|makedirs|chmod|"
          r"fchmod|lchmod|chown|fchown|lchown|link|symlink|truncate|ftruncate|write|pwrite|"
          r"writev|mkfifo|mknod|utime|sendfile|chdir|fchdir|chroot|setxattr|removexattr|umask|"
          r"open|dup2|memfd_create)",
-         "shutil", "tempfile", r"io\.FileIO", r"torch\.save", r"numpy\.(save|savez|"
+         "shutil", "tempfile", r"io\.FileIO", r"os\.(dup|pipe\w*|splice|copy_file_range)",
+         r"torch\.save", r"numpy\.(save|savez|"
          r"savez_compressed|savetxt|memmap)", r"safetensors\.\w+\.save\w*", "sqlite3", "dbm",
          r"logging\.(FileHandler|handlers)",
          r"pathlib\.(\w+\.)*(rename|replace|mkdir|write_text|write_bytes|unlink|rmdir|touch|"
@@ -126,14 +140,15 @@ NAME_RULES: list[tuple[re.Pattern[str], str, str]] = [
     (_rx("threading", "multiprocessing", "concurrent", "asyncio", "sched",
          r"torch\.multiprocessing", r"os\.(register_at_fork|sched_\w+)"),
      "ast.concurrency", "threads, processes, executors or event loops"),
-    (_rx(r"unittest\.mock", "mock", r"pytest\.MonkeyPatch", r"importlib\.reload"),
-     "ast.monkeypatch", "patching helpers"),
+    (_rx(r"unittest\.mock", "mock", r"pytest\.MonkeyPatch", r"importlib\.reload",
+         r"triton\.runtime\.driver\.(set_active|reset_active)"),
+     "ast.monkeypatch", "patching helpers (or a replaced launch driver)"),
     (_rx(r"sys\.(_getframe\w*|_current_frames|_current_exceptions|modules|exc_info|exception|"
          r"last_traceback|last_exc|last_value|last_type|getrefcount|getobjects|call_tracing|"
          r"_clear_type_cache|_debugmallocstats)",
          r"inspect\.(stack|currentframe|getouterframes|getinnerframes|getframeinfo|trace|"
          r"getmembers\w*|getclosurevars|getattr_static|unwrap|getmodule|getsource\w*)",
-         r"gc\.(get_objects|get_referrers|get_referents|garbage|callbacks)",
+         "gc",
          r"traceback\.(extract_stack|walk_stack|walk_tb|StackSummary)",
          r"builtins\.(globals|locals|vars)", "__main__", "sandboxharness", "flashinfer_bench"),
      "ast.introspection", "reaches frames, objects or namespaces it was not given"),
@@ -141,11 +156,39 @@ NAME_RULES: list[tuple[re.Pattern[str], str, str]] = [
          r"sys\.exit", r"builtins\.(exit|quit)", "atexit", "resource",
          r"_thread\.interrupt_main"),
      "ast.signal", "signals, kills or exits processes"),
+    (_rx("weakref", r"torch\.utils\.(hooks|weak)", r"torch\.autograd\.graph",
+         r"torch\.futures", r"torch\.Tensor\.register_\w*hook", r"sys\.set_asyncgen_hooks"),
+     "ast.deferred-callback", "runs code later, outside the call (finalizer or hook)"),
+    (_rx("mmap", r"torch\.(from_file|frombuffer|UntypedStorage|TypedStorage|\w+Storage)",
+         r"torch\.Tensor\.(untyped_storage|storage|_typed_storage|share_memory_|set_|"
+         r"is_shared)", r"numpy\.(frombuffer|ctypeslib)", r"multiprocessing\.shared_memory"),
+     "ast.shared-storage", "shares, maps or re-points memory the harness reads"),
     (_rx("base64", "binascii", "codecs", "zlib", "bz2", "lzma", "gzip", "quopri", "uu",
          "encodings", r"builtins\.(bytes|bytearray)\.fromhex"),
      "ast.obfuscation", "decodes or decompresses data"),
     (_rx(r"os\.(environ|environb|getenv|getenvb|putenv|unsetenv)"),
      "ast.env-read", "reads or changes environment variables"),
+    (_rx("platform", "psutil", "getpass", "pwd", "grp", "sysconfig", "site", "pkg_resources",
+         r"uuid\.(getnode|uuid1)",
+         r"os\.(uname|getpid|getppid|getpgid|getpgrp|getsid|getuid|geteuid|getgid|getegid|"
+         r"getgroups|getresuid|getresgid|getlogin|getloadavg|cpu_count|process_cpu_count|"
+         r"sched_getaffinity|times|getcwd|getcwdb|ctermid|ttyname|isatty|get_terminal_size|"
+         r"statvfs|fstatvfs|get_exec_path|confstr|sysconf|pathconf|fpathconf|fstat|access|"
+         r"device_encoding|get_blocking|get_inheritable)",
+         r"os\.path\.(exists|lexists|isfile|isdir|islink|ismount|isjunction|getsize|getmtime|"
+         r"getatime|getctime|samefile)",
+         r"sys\.(argv|orig_argv|executable|_base_executable|flags|prefix|base_prefix|"
+         r"exec_prefix|_xoptions|warnoptions|stdin|__stdin__)",
+         r"torch\.cuda\.(memory_allocated|max_memory_allocated|memory_reserved|"
+         r"max_memory_reserved|memory_cached|max_memory_cached|memory_stats\w*|"
+         r"memory_snapshot|memory_summary|mem_get_info|list_gpu_processes|utilization|"
+         r"temperature|power_draw|clock_rate|memory_usage|device_memory_used|"
+         r"is_current_stream_capturing|initial_seed|get_rng_state\w*)",
+         r"torch\.(initial_seed|get_rng_state)", r"numpy\.random\.get_state",
+         r"random\.getstate", r"triton\.knobs", r"triton\.runtime\.interpreter"),
+     "ast.env-probe", "probes the process, machine or evaluation it runs in"),
+    (_rx(r"itertools\.(count|cycle)"),
+     "ast.global-state", "a counter or cycle kept across calls (counts its calls)"),
     (_rx(r"torch\.(cuda\.)?(Stream|stream|set_stream|ExternalStream|StreamContext)",
          r"torch\.cuda\.streams", r"torch\.accelerator\.set_stream"),
      "ast.side-stream", "creates or switches CUDA streams"),
@@ -166,8 +209,10 @@ NAME_RULES: list[tuple[re.Pattern[str], str, str]] = [
      "ast.torch-config", "changes process-wide settings"),
     (_rx(r"time\.(time|time_ns|perf_counter|perf_counter_ns|monotonic|monotonic_ns|"
          r"process_time|process_time_ns|thread_time\w*|clock_gettime\w*)",
-         r"datetime\.datetime\.(now|utcnow|today)", r"torch\.cuda\.Event\.elapsed_time"),
-     "ast.clock-read", "reads a clock"),
+         r"time\.(localtime|gmtime|ctime|asctime|strftime|get_clock_info)",
+         r"datetime\.datetime\.(now|utcnow|today)", r"datetime\.date\.today",
+         r"torch\.cuda\.(Event|event)", r"torch\.Event", r"triton\.testing\.do_bench\w*"),
+     "ast.clock-read", "reads a clock or times itself"),
 ]
 
 # Attribute names that are suspicious on any object.
@@ -177,7 +222,8 @@ ATTR_RULES: dict[str, tuple[str, str]] = {
         "tb_next", "gi_frame", "cr_frame", "ag_frame", "gi_code", "__subclasses__",
         "__globals__", "__closure__", "__code__", "__bases__", "__base__", "__mro__",
         "__dict__", "__defaults__", "__kwdefaults__", "__traceback__", "__reduce__",
-        "__reduce_ex__", "__getattribute__")},
+        "__reduce_ex__", "__getattribute__", "__self__", "__func__", "__wrapped__",
+        "cell_contents", "co_consts", "co_names", "co_code", "gi_yieldfrom")},
     "__builtins__": ("ast.dynamic-code", "access to the builtins namespace"),
     "__import__": ("ast.dynamic-code", "dynamic import"),
     "__loader__": ("ast.dynamic-code", "module loader access"),
@@ -211,6 +257,19 @@ ATTR_RULES: dict[str, tuple[str, str]] = {
     **{a: ("ast.obfuscation", "decoding") for a in (
         "b64decode", "b32decode", "b16decode", "b85decode", "a85decode", "unhexlify")},
     **{a: ("ast.signal", "signals") for a in ("killpg",)},
+    **{a: ("ast.deferred-callback", "a hook or callback that runs later") for a in (
+        "register_hook", "register_post_accumulate_grad_hook", "register_forward_hook",
+        "register_forward_pre_hook", "register_full_backward_hook",
+        "register_full_backward_pre_hook", "register_backward_hook", "add_done_callback",
+        "__del__")},
+    **{a: ("ast.shared-storage", "raw or shared storage") for a in (
+        "untyped_storage", "_typed_storage", "storage", "share_memory_", "set_", "is_shared",
+        "_share_filename_cpu_", "_share_fd_cpu_", "_share_cuda_", "_new_shared",
+        "_new_shared_cuda", "_new_using_fd_cpu", "_new_using_filename_cpu", "from_file",
+        "_set_from_file", "_set_cdata", "__array_interface__", "__cuda_array_interface__")},
+    **{a: ("ast.env-probe", "process or machine probing") for a in (
+        "getpid", "getppid", "gethostname", "getfqdn", "uname", "getlogin", "getuid",
+        "geteuid")},
     **{a: ("ast.network", "network access") for a in ("create_connection", "urlopen")},
 }
 

@@ -19,7 +19,11 @@ _CONTAINER_CALLS = re.compile(
     r"^(builtins\.(dict|list|set|bytearray)|collections\.(defaultdict|OrderedDict|Counter|"
     r"deque|ChainMap)|weakref\.(WeakValueDictionary|WeakKeyDictionary|WeakSet)|array\.array|"
     r"queue\.\w+|torch\.(empty|zeros|ones|full|rand|randn|tensor|as_tensor|arange|"
-    r"empty_strided|\w+_like))$")
+    r"empty_strided|\w+_like)|builtins\.(iter|enumerate|zip|map|filter|reversed)|"
+    r"itertools\.\w+)$")
+# Methods that set an object up; attributes they store are not state kept across calls.
+_INIT_METHODS = frozenset({"__init__", "__new__", "__post_init__", "__init_subclass__",
+                           "__set_name__", "__setstate__", "setup", "reset_parameters"})
 _MUTATORS = frozenset({
     "append", "extend", "insert", "update", "setdefault", "add", "pop", "popitem", "clear",
     "remove", "discard", "appendleft", "extendleft", "popleft", "rotate", "__setitem__",
@@ -37,6 +41,7 @@ class _Scope:
     containers: dict[str, int]
     is_class: bool = False
     instance_containers: frozenset[str] = frozenset()
+    name: str = ""
 
 
 class StateChecker:
@@ -45,10 +50,14 @@ class StateChecker:
     def __init__(self, checker: CheckerBase) -> None:
         self.c = checker
         self.module_defs: set[str] = set()
+        self.module_objects: set[str] = set()
+        """Module-level names bound to something other than a module (objects, values)."""
+        self.long_lived: set[str] = set()
+        """The file's classes with an instance made at module level (it serves every call)."""
 
     def is_container(self, expr: ast.expr | None) -> bool:
         if isinstance(expr, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp,
-                             ast.SetComp)):
+                             ast.SetComp, ast.GeneratorExp)):
             return True
         if isinstance(expr, ast.Call):
             return any(_CONTAINER_CALLS.match(r) for r in self.c.names.resolve(expr.func))
@@ -71,6 +80,16 @@ class StateChecker:
         self.module_defs = {n.name for n in tree.body
                             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
                                               ast.ClassDef))}
+        imported = {(a.asname or a.name).split(".")[0] for n in walk_local(tree.body)
+                    if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+        aliases = {n for n, r in self.c.names.bindings.items() if r}  # of library objects
+        self.module_objects = _bound_names(tree.body) - imported - self.module_defs - aliases
+        classes = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+        self.long_lived = {n.value.func.id for n in walk_local(tree.body)
+                           if isinstance(n, (ast.Assign, ast.AnnAssign))
+                           and isinstance(n.value, ast.Call)
+                           and isinstance(n.value.func, ast.Name)
+                           and n.value.func.id in classes}
         self.walk(tree, [_Scope(tree, self.containers(tree.body))])
 
     def walk(self, node: ast.AST, stack: list[_Scope]) -> None:
@@ -87,7 +106,7 @@ class StateChecker:
                         for t in n.targets if isinstance(t, ast.Attribute)
                         and isinstance(t.value, ast.Name) and t.value.id == "self"}
                 self.walk(child, [*stack, _Scope(child, self.containers(child.body), True,
-                                                 frozenset(inst))])
+                                                 frozenset(inst), child.name)])
             else:
                 self.walk(child, stack)
 
@@ -135,14 +154,47 @@ class StateChecker:
                 elif b in self.module_defs and b not in local:
                     self.c.report("ast.global-state", node, f"mutates {b}.{attr}: state "
                                   "stored on a module-level function or class")
+                elif self._outlives(b, local, stack):
+                    self.c.report("ast.global-state", node, f"mutates {b}.{attr}: state "
+                                  "stored on an object that outlives the call")
+                elif (in_method and cls is not None and b in ("self", "cls")
+                      and cls.name in self.long_lived and fname not in _INIT_METHODS):
+                    self.c.report("ast.global-state", node, f"mutates {b}.{attr} on an "
+                                  f"instance of {cls.name} made at module level: state kept "
+                                  "across calls")
         for node in walk_local(body):
             if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for t in targets:
-                    if (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
-                            and t.value.id in self.module_defs and t.value.id not in local):
-                        self.c.report("ast.global-state", node, f"sets {t.value.id}.{t.attr}:"
+                    if not (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)):
+                        continue
+                    b = t.value.id
+                    if b in self.module_defs and b not in local:
+                        self.c.report("ast.global-state", node, f"sets {b}.{t.attr}:"
                                       " state stored on a module-level function or class")
+                    elif self._outlives(b, local, stack):
+                        self.c.report("ast.global-state", node, f"sets {b}.{t.attr}: state "
+                                      "stored on an object that outlives the call")
+                    elif (in_method and cls is not None and b in ("self", "cls")
+                          and cls.name in self.long_lived and fname not in _INIT_METHODS):
+                        self.c.report("ast.global-state", node, f"sets {b}.{t.attr} on an "
+                                      f"instance of {cls.name} made at module level: state "
+                                      "kept across calls")
+
+    def _outlives(self, name: str, local: set[str], stack: list[_Scope]) -> bool:
+        """``name`` is free here and bound to an object in the module or an enclosing
+        function (not an imported module: stores on those are monkeypatching)."""
+        if name in local:
+            return False
+        if any(not s.is_class and not isinstance(s.node, ast.Module)
+               and name in _bound_names(_body(s.node)) for s in stack):
+            return True
+        return name in self.module_objects
+
+
+def _body(node: ast.AST) -> list[ast.AST]:
+    body = getattr(node, "body", [])
+    return list(body) if isinstance(body, list) else [body]
 
 
 def _bound_names(body: Sequence[ast.AST]) -> set[str]:
@@ -179,3 +231,6 @@ def _mutations(body: Sequence[ast.AST]) -> Iterator[tuple[ast.expr, ast.AST]]:
             while isinstance(target, ast.Subscript):  # cache[key].append(...)
                 target = target.value
             yield target, node
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id == "next" and node.args):
+            yield node.args[0], node  # advancing an iterator kept across calls

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Sequence
 
-from .base import CheckerBase, walk_local
+from .fallback_checks import FallbackChecks
 
 __all__ = ["StatementChecks"]
 
@@ -14,23 +13,16 @@ _TENSOR_BASES = re.compile(
     r"^torch\.(Tensor|_C\._?TensorBase|nn\.Parameter|nn\.parameter\.(Parameter|Buffer))$")
 
 
-class StatementChecks(CheckerBase):
+class StatementChecks(FallbackChecks):
     """Statements that hide errors or change what objects are, whatever names they use."""
 
-    # -- exceptions ----------------------------------------------------------------------------
-    def visit_Try(self, node: ast.Try | ast.TryStar) -> None:
-        for h in node.handlers:
-            if self.is_broad(h.type) and not _raises(h.body):
-                what = "bare except" if h.type is None else f"except {ast.unparse(h.type)}"
-                self.report("ast.swallowed-exception", h,
-                            f"{what} without re-raise: errors are hidden (silent fallback)")
-        for stmt in walk_local(node.finalbody):
-            if isinstance(stmt, (ast.Return, ast.Break, ast.Continue)):
-                self.report("ast.swallowed-exception", stmt,
-                            "return/break/continue in finally discards the exception")
+    def visit_Module(self, node: ast.Module) -> None:
+        for stmt in node.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name in (
+                    "__getattr__", "__dir__"):
+                self.report("ast.dynamic-code", stmt, f"module-level {stmt.name}: names "
+                            "looked up on this module (the entry point too) run its code")
         self.generic_visit(node)
-
-    visit_TryStar = visit_Try
 
     # -- classes and functions -----------------------------------------------------------------
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
@@ -39,6 +31,14 @@ class StatementChecks(CheckerBase):
                 if _TENSOR_BASES.match(dotted):
                     self.report("ast.tensor-subclass", node,
                                 f"class {node.name} subclasses {dotted}")
+        for stmt in node.body:
+            if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            if stmt.name in ("__del__", "__init_subclass__", "__set_name__"):
+                self.report("ast.deferred-callback", stmt, f"{node.name}.{stmt.name} runs "
+                            "when objects die or classes are made, outside the call")
+            elif stmt.name in ("__exit__", "__aexit__"):
+                self.check_exit(stmt)
         self.generic_visit(node)
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
@@ -56,6 +56,3 @@ class StatementChecks(CheckerBase):
         self.report("ast.global-state", node, f"nonlocal {', '.join(node.names)}: closure "
                     "state kept across calls")
 
-
-def _raises(body: Sequence[ast.stmt]) -> bool:
-    return any(isinstance(n, ast.Raise) for n in walk_local(body))
