@@ -68,3 +68,37 @@ def test_side_stream_work_is_counted() -> None:
     big = lambda v: max(v.stage("benchmark").details["workloads"],  # noqa: E731
                         key=lambda w: w["axes"]["batch_size"])["candidate"]["median_ms"]
     assert big(trick) >= 0.9 * big(honest)
+
+
+def test_cuda_solution_running_aten_ops_is_language_not_used() -> None:
+    """Trick: a `cuda` solution ships its own kernel but its entry point does the work with
+    ATen ops (torch's kernels). CUPTI names every timed call's kernels; none is its own."""
+    import json
+
+    from sandboxharness.models import Solution
+
+    doc = json.loads((G / "solutions" / "axpy_f32" / "cuda_torch_honest.json").read_text())
+    for src in doc["sources"]:
+        if src["path"] == "binding.cpp":
+            src["content"] = src["content"].replace(
+                "axpy_launch(x.data_ptr<float>(), y.data_ptr<float>(), z.data_ptr<float>(),\n"
+                "              static_cast<int>(x.numel()), "
+                "c10::cuda::getCurrentCUDAStream().stream());",
+                "z.copy_(x * 2 + y);")
+            assert "z.copy_" in src["content"]
+    sol = Solution.model_validate({**doc, "name": "axpy_aten_trick"})
+    pol = _policy(sanitizer={"tools": []})
+    v = Harness(pol).evaluate(load_definition(G / "definitions" / "axpy_f32.json"), sol,
+                              load_workloads(G / "workloads" / "axpy_f32.jsonl"), seed=11)
+    if "CUPTI" not in str(v.stage("benchmark").details.get("clock")):
+        pytest.skip("CUPTI unavailable here: kernel names are not recorded")
+    assert {r.code.value for r in v.reasons} == {"LANGUAGE_NOT_USED"}, v.reasons
+
+
+def test_honest_kernels_are_plausible_and_bound() -> None:
+    """An honest Triton kernel near bandwidth is plausible, and every timed call was bound."""
+    pol = _policy(correctness={"max_workloads": 3}, sanitizer={"tools": []})
+    v = _eval("rmsnorm_h4096", "triton_honest", pol)
+    assert v.decision == "promote", v.reasons
+    for regime in v.stage("benchmark").details["regimes"]:
+        assert regime["roofline"]["plausible"] is True
