@@ -95,7 +95,7 @@ def fast_policy(**overrides: Any) -> Any:
         "static": {"bandit": False, "semgrep": False, "ast_rules": False},
         "imports": {"deny": []},
         "limits": {"compile_timeout_s": 60, "run_timeout_s": 60},
-        "correctness": {"trials": 2, "max_workloads": 2, "heldout_values": [3],
+        "correctness": {"trials": 2, "max_workloads": 2, "heldout_values": [3], "heldout_count": 1,
                         "dtype_tolerance": {"float32": {"atol": 1e-5, "rtol": 1e-5}}},
         "benchmark": {"warmup": 1, "iterations": 4, "sampled_checks": 2},
     }
