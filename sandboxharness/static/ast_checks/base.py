@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from ..interface import Finding
 from .names import BUILTIN_NAMES, PythonNames
@@ -10,6 +11,13 @@ from .rules import NAME_RULES, finding
 from .walk import walk_local
 
 __all__ = ["CheckerBase", "walk_local"]
+
+_SUSPICIOUS_STRING = re.compile(
+    r"__(globals|builtins|subclasses|import|code|closure|bases|mro|dict|class|getattribute|"
+    r"setattr|delattr|loader|traceback|self|func|wrapped|del)__|\bf_(back|globals|locals|builtins)\b|"
+    r"\b(tb|gi|cr|ag)_frame\b|\bcell_contents\b|\b_getframe\b|\bcurrentframe\b")
+# Paths that describe the machine or the process rather than data a kernel would need.
+_SYSTEM_PATH = re.compile(r"^/(proc|sys|dev|etc|run|var/run|\.dockerenv|\.containerenv)(/|$)")
 
 
 class CheckerBase(ast.NodeVisitor):
@@ -29,6 +37,21 @@ class CheckerBase(ast.NodeVisitor):
 
     def report(self, rule_id: str, node: ast.AST, message: str) -> None:
         self.findings.append(finding(rule_id, self.path, getattr(node, "lineno", 1), message))
+
+    def check_string(self, node: ast.AST, value: str | bytes) -> None:
+        text = value.decode("latin-1") if isinstance(value, bytes) else value
+        if _SUSPICIOUS_STRING.search(text):
+            self.report("ast.introspection", node,
+                        "string names a sensitive attribute (dynamic access)")
+        if _SYSTEM_PATH.match(text.strip()):
+            self.report("ast.env-probe", node, f"names a system path ({text[:40]!r}): "
+                        "reads the machine or the process tree")
+
+    def check_folded(self, node: ast.expr) -> None:
+        """A string assembled from constant pieces (``"/pr" + "oc"``, ``"sl"[::-1]``)."""
+        value = self.names.consts.fold(node)
+        if isinstance(value, (str, bytes)):
+            self.check_string(node, value)
 
     def check_name(self, dotted: str, node: ast.AST) -> None:
         for rx, rule_id, what in NAME_RULES:

@@ -43,6 +43,8 @@ class CallChecks(CheckerBase):
         if func & {"builtins.getattr", "importlib.import_module", "builtins.__import__"}:
             for dotted in sorted(self.names.resolve(node)):
                 self.check_name(dotted, node)
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "join":
+            self.check_folded(node)  # "".join(["__glo", "bals__"])
         if "contextlib.suppress" in func and any(self.is_broad(a) for a in node.args):
             self.report("ast.swallowed-exception", node,
                         "contextlib.suppress(Exception) silences every error")
@@ -87,5 +89,8 @@ class CallChecks(CheckerBase):
         elif base is not None:
             self.report("ast.dynamic-code", node, f"attribute name computed at run time on "
                         f"{base}")
+            if func & {"builtins.setattr", "builtins.delattr"}:
+                self.report("ast.monkeypatch", node, f"setattr/delattr on {base} with a "
+                            "computed name")
         elif func & {"builtins.setattr", "builtins.delattr"}:
             self.report("ast.monkeypatch", node, "setattr/delattr with a computed name")

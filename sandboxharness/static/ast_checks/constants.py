@@ -96,7 +96,7 @@ class ModuleConstants:
 
     def fold(self, expr: ast.expr | None, depth: int = 0) -> Any:
         """The value of ``expr`` if the source alone decides it, else :data:`UNKNOWN`."""
-        if expr is None or depth > 40:
+        if expr is None or depth > 100:
             return UNKNOWN
         try:
             return _bounded(self._fold(expr, depth + 1))

@@ -75,8 +75,8 @@ def _outcome(stmt: ast.stmt, consts: ModuleConstants) -> set[str]:
 
 
 def _has_call(body: Sequence[ast.AST]) -> bool:
-    return any(isinstance(n, (ast.Call, ast.Await, ast.Import, ast.ImportFrom))
-               for n in walk_local(body))
+    return any(isinstance(n, (ast.Call, ast.Await, ast.Import, ast.ImportFrom, ast.Yield,
+                              ast.YieldFrom)) for n in walk_local(body))
 
 
 class FallbackChecks(CheckerBase):

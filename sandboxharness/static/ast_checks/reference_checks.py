@@ -16,12 +16,6 @@ _SPECIAL_NAMES = {"__builtins__": "ast.dynamic-code", "__loader__": "ast.dynamic
 # Attribute access by name: handed around as a value, it is access no rule can follow.
 _ATTR_FUNCS = {"builtins.getattr", "builtins.setattr", "builtins.delattr",
                "operator.attrgetter", "operator.methodcaller"}
-_SUSPICIOUS_STRING = re.compile(
-    r"__(globals|builtins|subclasses|import|code|closure|bases|mro|dict|class|getattribute|"
-    r"setattr|delattr|loader|traceback|self|func|wrapped)__|\bf_(back|globals|locals|builtins)\b|"
-    r"\b(tb|gi|cr|ag)_frame\b|\bcell_contents\b|\b_getframe\b|\bcurrentframe\b")
-# Paths that describe the machine or the process rather than data a kernel would need.
-_SYSTEM_PATH = re.compile(r"^/(proc|sys|dev|etc|run|var/run|\.dockerenv|\.containerenv)(/|$)")
 # What a non-torch solution may still use from torch: allocation, dtypes, metadata, devices.
 _TORCH_GLUE = re.compile(
     r"^torch\.(empty|empty_like|empty_strided|zeros|zeros_like|ones|ones_like|full|full_like|"
@@ -139,17 +133,21 @@ class ReferenceChecks(CheckerBase):
                 ns = self.derived(v) or "vars(...)"
             if ns is not None:
                 self.report("ast.monkeypatch", node, f"writes the namespace of {ns}")
+        elif isinstance(node.ctx, ast.Load):
+            self.check_folded(node)
         self.generic_visit(node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
-        if isinstance(node.value, str) and _SUSPICIOUS_STRING.search(node.value):
-            self.report("ast.introspection", node,
-                        "string names a sensitive attribute (dynamic access)")
         if isinstance(node.value, (str, bytes)):
-            text = node.value.decode("latin-1") if isinstance(node.value, bytes) else node.value
-            if _SYSTEM_PATH.match(text.strip()):
-                self.report("ast.env-probe", node, f"names a system path ({text[:40]!r}): "
-                            "reads the machine or the process tree")
+            self.check_string(node, node.value)
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        self.check_folded(node)
+        self.generic_visit(node)
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        self.check_folded(node)
+        self.generic_visit(node)
 
     def visit_Expr(self, node: ast.Expr) -> None:
         if _is_str(node.value):  # docstrings and bare strings do nothing

@@ -192,6 +192,11 @@ class StateChecker:
         return name in self.module_objects
 
 
+def _in_place(method: str) -> bool:
+    """``add_``, ``index_fill_``: torch's in-place methods (one trailing underscore)."""
+    return method.endswith("_") and not method.startswith("_") and not method.endswith("__")
+
+
 def _body(node: ast.AST) -> list[ast.AST]:
     body = getattr(node, "body", [])
     return list(body) if isinstance(body, list) else [body]
@@ -226,7 +231,7 @@ def _mutations(body: Sequence[ast.AST]) -> Iterator[tuple[ast.expr, ast.AST]]:
             if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Attribute):
                 yield node.target, node
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-              and node.func.attr in _MUTATORS):
+              and (node.func.attr in _MUTATORS or _in_place(node.func.attr))):
             target = node.func.value
             while isinstance(target, ast.Subscript):  # cache[key].append(...)
                 target = target.value

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import re
 
+from .base import walk_local
 from .fallback_checks import FallbackChecks
 
 __all__ = ["StatementChecks"]
@@ -44,6 +45,13 @@ class StatementChecks(FallbackChecks):
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         if node.name in ("__torch_function__", "__torch_dispatch__"):
             self.report("ast.tensor-subclass", node, f"defines {node.name}")
+        for t in walk_local(node.body):
+            # a generator's finally/except runs when it is closed or collected, not in a call
+            if isinstance(t, (ast.Try, ast.TryStar)) and (t.finalbody or t.handlers) and any(
+                    isinstance(n, (ast.Yield, ast.YieldFrom)) for n in walk_local(t.body)):
+                self.report("ast.deferred-callback", t, f"{node.name}: try around a yield runs "
+                            "its handlers when the generator is closed or collected")
+                break
         self.generic_visit(node)
 
     visit_AsyncFunctionDef = visit_FunctionDef
