@@ -15,8 +15,10 @@ Verifying (a security team, offline, trusting only public keys)::
     verify_attestation(envelope, keys)
 
 Files: ``LOG`` (JSON lines: RFC 8785 records, see :mod:`.records`), ``LOG.checkpoints``
-(C2SP signed-note tlog-checkpoints, one per append, see :mod:`.checkpoint`), ``LOG.lock``,
-``LOG.torn`` (bytes cut off by crash repair). The Merkle tree is RFC 6962/9162 over the
+(C2SP signed-note tlog-checkpoints, one per commit, see :mod:`.checkpoint`), ``LOG.state``
+(the newest head, see :mod:`.head`), ``LOG.torn`` (bytes cut off by crash repair),
+``LOG.spool/`` (cross-process group commit, :mod:`.spool`), ``LOG.witness`` (witness
+cosigned checkpoints, :mod:`.witness`). The Merkle tree is RFC 6962/9162 over the
 record lines (:mod:`.merkle`). Keys are C2SP note keys (:mod:`.keys`). Formats and the
 threat model are in ``FORMAT.md``; checking with standard tools in ``REVIEWER.md``.
 """
@@ -24,6 +26,7 @@ threat model are in ``FORMAT.md``; checking with standard tools in ``REVIEWER.md
 from __future__ import annotations
 
 from .attest import make_attestation, verify_attestation
+from .commit import AuditRepairWarning, StateWarning
 from .interface import AppendResult, AuditLimits, Finding, TamperKind, TornTail, VerificationResult
 from .keys import (
     DevelopmentKeyWarning,
@@ -37,11 +40,15 @@ from .keys import (
 from .log import AuditLog, record_verdict
 from .proofs import prove_consistency, prove_inclusion, verify_inclusion_bundle
 from .verify import LogTamperedError, get_verification_result, verify_log
+from .witness import Cosigner, WitnessRefused, read_witness_keys
+from .witnessed import witness_log
 
 __all__ = [
-    "AppendResult", "AuditLimits", "AuditLog", "DevelopmentKeyWarning", "Finding", "KeyFiles",
-    "LogTamperedError", "PublicKey", "Signer", "TamperKind", "TornTail", "VerificationResult",
+    "AppendResult", "AuditLimits", "AuditLog", "AuditRepairWarning", "Cosigner",
+    "DevelopmentKeyWarning", "Finding", "KeyFiles", "LogTamperedError", "PublicKey", "Signer",
+    "StateWarning", "TamperKind", "TornTail", "VerificationResult", "WitnessRefused",
     "generate_keys", "get_verification_result", "load_signer", "make_attestation",
-    "prove_consistency", "prove_inclusion", "read_public_keys", "record_verdict",
-    "verify_attestation", "verify_inclusion_bundle", "verify_log",
+    "prove_consistency", "prove_inclusion", "read_public_keys", "read_witness_keys",
+    "record_verdict", "verify_attestation", "verify_inclusion_bundle", "verify_log",
+    "witness_log",
 ]

@@ -1,19 +1,20 @@
 """Pure helpers for the verifier: name the kind and position of tampering.
 
 Detection never depends on these heuristics - any change to signed bytes already fails a
-root comparison. They only make the report say *what* happened and *where*.
+root comparison. They only make the report say *what* happened and *where*: the first
+break of the ``index``/``prev`` chain is classified from a bounded window of records
+around it, so memory does not grow with the log.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
 
 from .interface import Finding, TamperKind
-from .merkle import CompactRange
-from .records import GENESIS_PREV, leaf_tag
 
-Record = dict[str, Any]
+GENESIS = bytes(32)
+"""``prev`` of record 0 (64 zeros), as raw bytes."""
 
 PRIORITY = {
     TamperKind.DELETED: 0, TamperKind.INSERTED: 0, TamperKind.REORDERED: 0,
@@ -21,7 +22,7 @@ PRIORITY = {
     TamperKind.EDITED: 2, TamperKind.BROKEN_CHAIN: 3, TamperKind.INCONSISTENT_RECORD: 4,
     TamperKind.UNSIGNED_RECORDS: 5, TamperKind.BAD_SIGNATURE: 6,
     TamperKind.MALFORMED_CHECKPOINT: 6, TamperKind.UNTRUSTED_CHECKPOINT: 7,
-    TamperKind.ORIGIN_MISMATCH: 7,
+    TamperKind.ORIGIN_MISMATCH: 7, TamperKind.UNWITNESSED: 8,
 }
 
 
@@ -41,47 +42,44 @@ def order(findings: Sequence[Finding]) -> tuple[Finding, ...]:
     return tuple(out)
 
 
-def roots_at(leaves: Sequence[bytes], sizes: set[int]) -> dict[int, bytes]:
-    """Root hash of each prefix size in ``sizes`` (sizes beyond the leaves are skipped)."""
-    rng, out = CompactRange(), {}
-    if 0 in sizes:
-        out[0] = rng.root()
-    for leaf in leaves:
-        rng.append(leaf)
-        if rng.size in sizes:
-            out[rng.size] = rng.root()
-    return out
+@dataclass(frozen=True)
+class Link:
+    """What the chain analysis keeps of one record."""
+
+    index: int | None
+    """None when the line is not a record."""
+    prev: bytes | None
+    leaf: bytes
 
 
-def structural_finding(records: Sequence[Record | None],
-                       leaves: Sequence[bytes]) -> Finding | None:
-    """The first break of the ``index`` sequence or ``prev`` chain, classified."""
-    pos_of: dict[str, int] = {}
-    for i, h in enumerate(leaves):
-        pos_of.setdefault(leaf_tag(h), i)  # a duplicated record links to its first copy
+class Window:
+    """Records ``base .. base+len(links)-1`` of the log around the first chain break."""
 
-    def index(p: int) -> int | None:
-        r = records[p]
-        return r["index"] if r is not None else None
+    def __init__(self, base: int, links: Sequence[Link]) -> None:
+        self.base, self.links, self.end = base, links, base + len(links)
+        self.pos_of: dict[bytes, int] = {}
+        for i, link in enumerate(links):
+            self.pos_of.setdefault(link.leaf, base + i)  # a copy links to its first original
 
-    def prev_pos(p: int) -> int | None:
-        r = records[p]
-        if r is None:
+    def index(self, p: int) -> int | None:
+        return self.links[p - self.base].index if self.base <= p < self.end else None
+
+    def prev_pos(self, p: int) -> int | None:
+        if not self.base <= p < self.end:
             return None
-        return -1 if r["prev"] == GENESIS_PREV else pos_of.get(r["prev"])
-
-    n = len(records)
-    for p in range(n):
-        if records[p] is None or (index(p) == p and prev_pos(p) == p - 1):
-            continue
-        return _classify(p, n, index, prev_pos)
-    return None
+        prev = self.links[p - self.base].prev
+        if prev is None:
+            return None
+        return -1 if prev == GENESIS else self.pos_of.get(prev)
 
 
-def _classify(p: int, n: int, index: Any, prev_pos: Any) -> Finding:
+def classify(w: Window, p: int) -> Finding:
+    """The first break, at record ``p``, of the chain."""
+    index, prev_pos, n = w.index, w.prev_pos, w.end
     d, q = index(p), prev_pos(p)
-    known = [index(i) for i in range(n)]
-    if None not in known and known != list(range(n)) and sorted(known) == list(range(n)):
+    known = [index(i) for i in range(w.base, n)]
+    expected = list(range(w.base, n))
+    if None not in known and known != expected and sorted(known) == expected:  # type: ignore[type-var]
         return Finding(TamperKind.REORDERED, p,
                        f"the record at position {p} is record {d}: records were reordered")
     for x in (p - 1, p):  # the record after x carries on the chain from before x
@@ -91,15 +89,15 @@ def _classify(p: int, n: int, index: Any, prev_pos: Any) -> Finding:
                            f"links to record {x - 1}, so this one was inserted")
     # Record p is genuine (unchanged) when the record after it links to it.
     genuine = p + 1 < n and prev_pos(p + 1) == p
-    if d != p and not genuine:
+    if d is not None and d != p and not genuine:
         return Finding(TamperKind.EDITED, p,
                        f"record {p} was changed: it claims index {d} and the next record "
                        "does not link to it")
-    if d > p:
+    if d is not None and d > p:
         return Finding(TamperKind.DELETED, p,
                        f"the record at position {p} says it is record {d}: "
                        f"{d - p} record(s) before it were deleted")
-    if d < p:
+    if d is not None and d < p:
         return Finding(TamperKind.INSERTED, p,
                        f"the record at position {p} says it is record {d}: an extra copy "
                        "or forged record was inserted")

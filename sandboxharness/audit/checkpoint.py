@@ -142,43 +142,84 @@ class Sidecar:
     torn_bytes: int
 
 
-def split_sidecar(data: bytes, limits: AuditLimits = DEFAULT_LIMITS) -> Sidecar:
-    """Cut the sidecar into entries (body lines, empty line, signature lines, empty line)."""
-    entries: list[SidecarEntry] = []
-    pos = start = 0
-    state = "body"  # body -> sigs -> (empty line) -> body
-    body_lines = sig_lines = 0
-    while True:
-        nl = data.find(b"\n", pos)
-        if nl < 0:
-            break
-        line = data[pos:nl]
-        pos = nl + 1
-        if state == "body":
+class SidecarReader:
+    """Cut the sidecar into entries (body lines, empty line, signature lines, empty line)
+    as its bytes stream in: memory is bounded by one entry (capped at the note limit)."""
+
+    def __init__(self, limits: AuditLimits = DEFAULT_LIMITS) -> None:
+        self.cap = limits.max_note_bytes
+        self.pos = 0  # bytes consumed so far (complete lines)
+        self.start = 0  # where the current entry starts
+        self.entry = bytearray()  # its bytes so far (up to cap + 1)
+        self.pending = bytearray()  # the start of an incomplete line (up to cap + 1)
+        self.pending_len = 0  # its true length
+        self.state = "body"  # body -> sigs (or garbage) -> (empty line) -> body
+        self.body_lines = self.sig_lines = 0
+
+    def feed(self, data: bytes) -> list[SidecarEntry]:
+        out: list[SidecarEntry] = []
+        begin = 0
+        while True:
+            nl = data.find(b"\n", begin)
+            piece = data[begin:] if nl < 0 else data[begin:nl]
+            room = max(0, self.cap + 1 - len(self.pending))
+            if nl < 0:
+                self.pending += piece[:room]
+                self.pending_len += len(piece)
+                return out
+            if self.pending_len:
+                line, length = bytes(self.pending) + piece[:room], self.pending_len + len(piece)
+                self.pending.clear()
+                self.pending_len = 0
+            else:
+                line, length = piece, len(piece)
+            begin = nl + 1
+            self._line(line, length, out)
+
+    def _line(self, line: bytes, length: int, out: list[SidecarEntry]) -> None:
+        self.pos += length + 1
+        if len(self.entry) <= self.cap:
+            self.entry += line[:self.cap + 1] + b"\n"
+        if self.state == "body":
             if line:
-                body_lines += 1
-            elif body_lines:
-                state = "sigs"
+                self.body_lines += 1
+            elif self.body_lines:
+                self.state = "sigs"
             else:  # an empty line where a note should start: count it as its own bad entry
-                entries.append(SidecarEntry(start, None))
-                start = pos
-            continue
+                out.append(SidecarEntry(self.start, None))
+                self._reset()
+            return
         if line:
-            sig_lines += 1
+            self.sig_lines += 1
             if not line.startswith(_SIG_PREFIX_B):
-                state = "garbage"
-            continue
-        chunk = data[start:pos - 1]  # the note, without the separating empty line
-        text: str | None
-        try:
-            text = chunk.decode("utf-8") if len(chunk) <= limits.max_note_bytes else None
-        except UnicodeDecodeError:
-            text = None
-        if state == "garbage" or not sig_lines:
-            text = None
-        entries.append(SidecarEntry(start, text))
-        start, state, body_lines, sig_lines = pos, "body", 0, 0
-    if start < len(data) and not is_torn_prefix(data[start:]):
-        entries.append(SidecarEntry(start, None))  # not a crash remnant: a bad entry
-        start = len(data)
-    return Sidecar(entries=tuple(entries), complete_bytes=start, torn_bytes=len(data) - start)
+                self.state = "garbage"
+            return
+        text: str | None = None  # the note: the entry without its separating empty line
+        if self.pos - 1 - self.start <= self.cap and self.state != "garbage" and self.sig_lines:
+            try:
+                text = bytes(self.entry[:-1]).decode("utf-8")
+            except UnicodeDecodeError:
+                text = None
+        out.append(SidecarEntry(self.start, text))
+        self._reset()
+
+    def _reset(self) -> None:
+        self.start, self.state, self.body_lines, self.sig_lines = self.pos, "body", 0, 0
+        self.entry.clear()
+
+    def finish(self) -> tuple[list[SidecarEntry], int, int]:
+        """Entries found at the end, complete bytes, torn bytes."""
+        rest_len = self.pos - self.start + self.pending_len
+        if not rest_len:
+            return [], self.start, 0
+        if rest_len > self.cap or not is_torn_prefix(bytes(self.entry) + bytes(self.pending)):
+            return [SidecarEntry(self.start, None)], self.start + rest_len, 0  # not a crash
+        return [], self.start, rest_len
+
+
+def split_sidecar(data: bytes, limits: AuditLimits = DEFAULT_LIMITS) -> Sidecar:
+    """All entries of a sidecar held in memory (see :class:`SidecarReader`)."""
+    reader = SidecarReader(limits)
+    entries = reader.feed(data)
+    last, complete, torn = reader.finish()
+    return Sidecar(entries=tuple(entries + last), complete_bytes=complete, torn_bytes=torn)

@@ -19,12 +19,15 @@ from ..models._base import FrozenModel
 class AuditLimits(FrozenModel):
     """Caps on every untrusted input the audit layer reads."""
 
-    max_log_bytes: int = Field(default=1 << 30, gt=0)
-    """Largest log file that is read (records are held in memory while verifying)."""
+    max_log_bytes: int = Field(default=1 << 40, gt=0)
+    """Largest log file that is read (verification streams it: memory does not grow with
+    it; views and proofs that hold it in memory use ``max_view_bytes``)."""
     max_record_bytes: int = Field(default=4 << 20, gt=0)
     """Largest single record line; the writer refuses bigger verdicts."""
-    max_checkpoints_bytes: int = Field(default=1 << 30, gt=0)
-    """Largest checkpoints sidecar file."""
+    max_checkpoints_bytes: int = Field(default=1 << 40, gt=0)
+    """Largest checkpoints sidecar file (streamed like the log)."""
+    max_view_bytes: int = Field(default=1 << 30, gt=0)
+    """Largest log that ``audit show``/``export`` read into memory."""
     max_note_bytes: int = Field(default=16 << 10, gt=0)
     """Largest single signed note (checkpoint) including its signature lines."""
     max_signatures: int = Field(default=16, gt=0)
@@ -70,6 +73,8 @@ class TamperKind(StrEnum):
     """A checkpoint names a different log (origin line)."""
     UNSIGNED_RECORDS = "unsigned-records"
     """More records after the last signed checkpoint than one crashed append can leave."""
+    UNWITNESSED = "unwitnessed"
+    """A witness cosignature was required but none covers the log's newest checkpoint."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +110,11 @@ class TornTail:
     partial_checkpoint_bytes: int
     """Bytes of an incomplete last entry in the checkpoints file."""
 
+    @property
+    def records(self) -> bool:
+        """Whether complete records outrun the checkpoints (not only a partial write)."""
+        return self.unsigned_records > 0
+
     def line(self) -> str:
         parts = []
         if self.partial_line_bytes:
@@ -136,10 +146,18 @@ class VerificationResult:
     """Trusted keys that signed at least one checkpoint (``name+hash``)."""
     checkpoint_text: str | None = None
     """The newest validly signed checkpoint: keep it as the trusted checkpoint next time."""
+    witnessed: tuple[str, ...] = ()
+    """Witness cosignatures accepted, as ``key id@size``."""
 
     @property
     def ok(self) -> bool:
         return self.status == "intact"
+
+    @property
+    def unsigned_tail(self) -> bool:
+        """Complete records after the newest signed checkpoint (never vouched for):
+        ``audit verify`` fails on them unless ``--allow-unsigned-tail``."""
+        return self.torn_tail is not None and self.torn_tail.unsigned_records > 0
 
     @property
     def first(self) -> Finding | None:
@@ -148,8 +166,10 @@ class VerificationResult:
     def summary(self) -> str:
         if self.first is not None:
             return f"TAMPERED: {self.first.line()}"
+        witnessed = f", witnessed by {', '.join(self.witnessed)}" if self.witnessed else ""
         return (f"OK: {self.size} record(s) verified against {self.checkpoints} signed "
-                f"checkpoint(s), origin {self.origin or '-'}, keys {', '.join(self.key_ids) or '-'}")
+                f"checkpoint(s), origin {self.origin or '-'}, keys {', '.join(self.key_ids) or '-'}"
+                f"{witnessed}")
 
 
 @dataclass(frozen=True)

@@ -121,6 +121,15 @@ class Signer:
     def sign(self, message: bytes) -> bytes:
         return self._key.sign(message)
 
+    def derive_key(self, label: str) -> bytes:
+        """A secret only holders of this signing key can compute (e.g. to authenticate
+        writers to each other); never published, never written down."""
+        seed = self._key.private_bytes(serialization.Encoding.Raw,
+                                       serialization.PrivateFormat.Raw,
+                                       serialization.NoEncryption())
+        return hashlib.sha256(b"sandboxharness/derive/v1\n" + label.encode() + b"\n"
+                              + seed).digest()
+
     def to_private_text(self) -> str:
         seed = self._key.private_bytes(serialization.Encoding.Raw,
                                        serialization.PrivateFormat.Raw,

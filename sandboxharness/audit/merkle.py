@@ -9,7 +9,7 @@ Verification raises :class:`~sandboxharness.errors.VerificationError`; the
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from ..errors import VerificationError
 
@@ -139,6 +139,73 @@ def consistency_proof(leaves: Sequence[bytes], old_size: int,
     out: list[bytes] = []
     if old_size < new_size:
         _subproof(leaves, old_size, 0, new_size, True, out)
+    return out
+
+
+def _subproof_ranges(m: int, lo: int, hi: int, whole: bool, out: list[tuple[int, int]]) -> None:
+    n = hi - lo
+    if m == n:
+        if not whole:
+            out.append((lo, hi))
+        return
+    k = _split(n)
+    if m <= k:
+        _subproof_ranges(m, lo, lo + k, whole, out)
+        out.append((lo + k, hi))
+    else:
+        _subproof_ranges(m - k, lo + k, hi, False, out)
+        out.append((lo, lo + k))
+
+
+def consistency_ranges(old_size: int, new_size: int) -> list[tuple[int, int]]:
+    """The leaf ranges whose MTH make up PROOF(old_size, new_size), in proof order."""
+    if not 0 < old_size <= new_size:
+        raise ValueError(f"need 0 < old <= new, got {old_size}, {new_size}")
+    out: list[tuple[int, int]] = []
+    if old_size < new_size:
+        _subproof_ranges(old_size, 0, new_size, True, out)
+    return out
+
+
+def inclusion_ranges(index: int, size: int) -> list[tuple[int, int]]:
+    """The leaf ranges whose MTH make up PATH(index, size), in proof order."""
+    if not 0 <= index < size:
+        raise ValueError(f"need 0 <= index < size, got {index}, {size}")
+    out: list[tuple[int, int]] = []
+    lo, hi, m = 0, size, index
+    stack: list[tuple[int, int]] = []
+    while hi - lo > 1:
+        k = _split(hi - lo)
+        if m < k:
+            stack.append((lo + k, hi))
+            hi = lo + k
+        else:
+            stack.append((lo, lo + k))
+            lo, m = lo + k, m - k
+    out.extend(reversed(stack))
+    return out
+
+
+def range_hashes(leaves: Iterable[bytes], ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+    """MTH of each (disjoint) leaf range, from one pass over the leaf hashes: memory is
+    O(log n) per range, never the leaves."""
+    order = sorted(range(len(ranges)), key=lambda i: ranges[i][0])
+    out: list[bytes] = [b""] * len(ranges)
+    pos, k, rng = 0, 0, CompactRange()
+    end = max((hi for _, hi in ranges), default=0)
+    for leaf in leaves:
+        if pos >= end:
+            break
+        while k < len(order) and ranges[order[k]][1] <= pos:
+            k += 1
+        if k < len(order) and ranges[order[k]][0] <= pos:
+            rng.append(leaf)
+            if pos + 1 == ranges[order[k]][1]:
+                out[order[k]] = rng.root()
+                rng = CompactRange()
+        pos += 1
+    if pos < end:
+        raise ValueError(f"only {pos} leaves, the proof needs {end}")
     return out
 
 

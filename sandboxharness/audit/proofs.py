@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Sequence
+import fcntl
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +21,12 @@ from . import storage
 from .checkpoint import SignedCheckpoint, parse_signed_checkpoint
 from .interface import DEFAULT_LIMITS, AuditLimits, FormatError
 from .keys import PublicKey
-from .log import read_log
 from .merkle import (
-    consistency_proof,
+    CompactRange,
+    consistency_ranges,
     hash_leaf,
-    inclusion_proof,
-    root_hash,
+    inclusion_ranges,
+    range_hashes,
     verify_consistency,
     verify_inclusion,
 )
@@ -37,31 +40,79 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
+@contextmanager
+def _locked_log(log_path: Path) -> Iterator[int]:
+    fd = storage.open_input(log_path, what="audit log")
+    assert fd is not None
+    try:
+        storage.flock(fd, fcntl.LOCK_SH, log_path)
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _lines(fd: int, where: Path) -> Iterator[bytes]:
+    pending = b""
+    for chunk in storage.iter_chunks(fd, os.fstat(fd).st_size, where):
+        lines = (pending + chunk).split(b"\n")
+        pending = lines.pop()
+        yield from lines
+
+
+def _count(fd: int, where: Path) -> int:
+    return sum(c.count(b"\n") for c in storage.iter_chunks(fd, os.fstat(fd).st_size, where))
+
+
 def prove_inclusion(log_path: Path, index: int, *, size: int | None = None,
                     limits: AuditLimits = DEFAULT_LIMITS) -> dict[str, Any]:
     """Inclusion proof of record ``index`` against the newest checkpoint (or the one of
-    ``size``). The proof is checked against that checkpoint's root before it is returned."""
-    lines, checkpoints = read_log(log_path, limits)
-    if not 0 <= index < len(lines):
-        raise InputError(f"no record {index}: the log has {len(lines)} records",
-                         where=str(log_path))
-    fits = [c for c in checkpoints if c.checkpoint.size > index
-            and (size is None or c.checkpoint.size == size)]
-    if not fits:
-        raise InputError(f"no checkpoint {'of size ' + str(size) if size else 'covers'} "
-                         f"record {index}", where=str(log_path))
-    sc = max(fits, key=lambda c: c.checkpoint.size)
-    tree_size = sc.checkpoint.size
-    if tree_size > len(lines):
-        raise VerificationError(f"{log_path}: checkpoint size {tree_size} is beyond the "
-                                f"{len(lines)} records in the log (run `audit verify`)")
-    leaves = [hash_leaf(line) for line in lines[:tree_size]]
-    proof = inclusion_proof(leaves, index, tree_size)
-    verify_inclusion(leaves[index], index, tree_size, proof, sc.checkpoint.root)
+    ``size``). The proof is checked against that checkpoint's root before it is returned.
+    The log is streamed: memory does not grow with it."""
+    with _locked_log(log_path) as fd:
+        n = _count(fd, log_path)
+        if not 0 <= index < n:
+            raise InputError(f"no record {index}: the log has {n} records", where=str(log_path))
+        sc = None
+        for c in checkpoints_of(log_path, limits):
+            if c.checkpoint.size > index and (size is None or c.checkpoint.size == size) and \
+                    (sc is None or c.checkpoint.size > sc.checkpoint.size):
+                sc = c
+        if sc is None:
+            raise InputError(f"no checkpoint {'of size ' + str(size) if size else 'covers'} "
+                             f"record {index}", where=str(log_path))
+        tree_size = sc.checkpoint.size
+        if tree_size > n:
+            raise VerificationError(f"{log_path}: checkpoint size {tree_size} is beyond the "
+                                    f"{n} records in the log (run `audit verify`)")
+        record: list[bytes] = []
+
+        def leaves() -> Iterator[bytes]:
+            for i, line in enumerate(_lines(fd, log_path)):
+                if i == index:
+                    record.append(line)
+                yield hash_leaf(line)
+
+        ranges = inclusion_ranges(index, tree_size)
+        proof = range_hashes(leaves(), [*ranges, (index, index + 1)])
+    leaf = proof.pop()
+    verify_inclusion(leaf, index, tree_size, proof, sc.checkpoint.root)
     return {"format": INCLUSION_FORMAT, "origin": sc.checkpoint.origin, "index": index,
-            "tree_size": tree_size, "record": lines[index].decode(),
-            "leaf_hash": _b64(leaves[index]), "proof": [_b64(p) for p in proof],
+            "tree_size": tree_size, "record": record[0].decode(),
+            "leaf_hash": _b64(leaf), "proof": [_b64(p) for p in proof],
             "checkpoint": sc.text}
+
+
+def checkpoints_of(log_path: Path, limits: AuditLimits) -> Iterator[SignedCheckpoint]:
+    """The parseable (unverified) checkpoints of a log, streamed."""
+    from .witnessed import checkpoint_entries
+
+    for _, text in checkpoint_entries(log_path.with_name(log_path.name + ".checkpoints"),
+                                      limits):
+        try:
+            if text is not None:
+                yield parse_signed_checkpoint(text, limits)
+        except FormatError:
+            continue
 
 
 def _hashes(value: Any, what: str) -> list[bytes]:
@@ -118,16 +169,24 @@ def prove_consistency(log_path: Path, old: Path, new: Path,
                                 f"{c2.origin}")
     if c1.size > c2.size:
         raise InputError(f"--old has size {c1.size}, larger than --new ({c2.size})")
-    lines, _ = read_log(log_path, limits)
-    if c2.size > len(lines):
-        raise VerificationError(f"{log_path}: has {len(lines)} records, fewer than the new "
-                                f"checkpoint's {c2.size}")
-    leaves = [hash_leaf(line) for line in lines[:c2.size]]
-    for c, which in ((c1, "old"), (c2, "new")):
-        if root_hash(leaves[:c.size]) != c.root:
-            raise VerificationError(f"the log's tree of size {c.size} does not have the {which} "
-                                    "checkpoint's root: log and checkpoint disagree")
-    proof = consistency_proof(leaves, c1.size, c2.size) if c1.size else []
+    with _locked_log(log_path) as fd:
+        roots: dict[int, bytes] = {}
+        rng = CompactRange()
+        for line in _lines(fd, log_path):
+            if rng.size >= c2.size:
+                break
+            rng.append(hash_leaf(line))
+            if rng.size in (c1.size, c2.size):
+                roots[rng.size] = rng.root()
+        if rng.size < c2.size:
+            raise VerificationError(f"{log_path}: has {rng.size} records, fewer than the new "
+                                    f"checkpoint's {c2.size}")
+        for c, which in ((c1, "old"), (c2, "new")):
+            if c.size and roots.get(c.size) != c.root:
+                raise VerificationError(f"the log's tree of size {c.size} does not have the "
+                                        f"{which} checkpoint's root: log and checkpoint disagree")
+        proof = (range_hashes((hash_leaf(x) for x in _lines(fd, log_path)),
+                              consistency_ranges(c1.size, c2.size)) if c1.size else [])
     if c1.size:
         verify_consistency(c1.size, c2.size, proof, c1.root, c2.root)
     return {"format": CONSISTENCY_FORMAT, "origin": c1.origin, "old_size": c1.size,

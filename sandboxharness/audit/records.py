@@ -14,14 +14,16 @@ Record fields (all required)::
     verdict            the verdict, ``Verdict.model_dump(mode="json")``
 
 The line's bytes are exactly the canonical JSON; its Merkle leaf hash is
-SHA-256(0x00 || line without the newline).
+SHA-256(0x00 || line without the newline). A writer canonicalises a verdict once
+(:func:`prepare`, outside the log lock) and splices it into the record (:func:`assemble`).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import json
-import re
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -30,6 +32,7 @@ import rfc8785
 from ..errors import AuditError
 from ..models import Verdict
 from ..models._base import sha256_tag
+from . import canon
 from .interface import FormatError
 
 SCHEMA = "https://sandboxharness.dev/audit/record/v1"
@@ -37,8 +40,11 @@ GENESIS_PREV = "sha256:" + "0" * 64
 _FIELDS = {"schema", "index", "prev", "recorded_at", "harness_version", "decision",
            "candidate_sha256", "definition_sha256", "policy_sha256", "seed",
            "environment_sha256", "verdict_sha256", "verdict"}
+_VERDICT_KEY = b',"verdict":'
+_AFTER_VERDICT = b',"verdict_sha256":'
 
 
+@functools.cache
 def harness_version() -> str:
     try:
         return importlib.metadata.version("sandboxharness")
@@ -48,8 +54,8 @@ def harness_version() -> str:
 
 def _canonical(obj: Any) -> bytes:
     try:
-        return rfc8785.dumps(obj)
-    except rfc8785.CanonicalizationError as exc:
+        return canon.dumps(obj)
+    except canon.CanonicalizationError as exc:
         raise AuditError(f"verdict cannot be written as canonical JSON (RFC 8785): {exc}") from None
 
 
@@ -57,24 +63,46 @@ def leaf_tag(leaf_hash: bytes) -> str:
     return "sha256:" + leaf_hash.hex()
 
 
+def _when(recorded_at: datetime) -> str:
+    return recorded_at.isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A verdict made ready for the log: canonical bytes and the summary fields."""
+
+    verdict_bytes: bytes
+    summary: dict[str, Any]
+
+
+def prepare(verdict: Verdict) -> Prepared:
+    body = verdict.model_dump(mode="json")
+    verdict_bytes = _canonical(body)
+    return Prepared(verdict_bytes, {
+        "decision": verdict.decision, "candidate_sha256": verdict.candidate.sha256,
+        "definition_sha256": verdict.definition.sha256, "policy_sha256": verdict.policy.sha256,
+        "seed": verdict.seed, "environment_sha256": sha256_tag(_canonical(body["environment"])),
+        "verdict_sha256": sha256_tag(verdict_bytes)})
+
+
+def assemble(prepared: Prepared, *, index: int, prev_leaf: bytes | None,
+             recorded_at: datetime) -> bytes:
+    """The record line (RFC 8785): the small fields canonicalised, the verdict spliced in
+    where its key sorts (between ``seed`` and ``verdict_sha256``)."""
+    shell = _canonical({**prepared.summary, "schema": SCHEMA, "index": index,
+                        "prev": GENESIS_PREV if prev_leaf is None else leaf_tag(prev_leaf),
+                        "recorded_at": _when(recorded_at), "harness_version": harness_version()})
+    cut = shell.rindex(_AFTER_VERDICT)
+    return shell[:cut] + _VERDICT_KEY + prepared.verdict_bytes + shell[cut:]
+
+
 def build_record(verdict: Verdict, *, index: int, prev_leaf: bytes | None,
                  recorded_at: datetime) -> dict[str, Any]:
-    body = verdict.model_dump(mode="json")
-    return {
-        "schema": SCHEMA,
-        "index": index,
-        "prev": GENESIS_PREV if prev_leaf is None else leaf_tag(prev_leaf),
-        "recorded_at": recorded_at.isoformat(timespec="microseconds").replace("+00:00", "Z"),
-        "harness_version": harness_version(),
-        "decision": verdict.decision,
-        "candidate_sha256": verdict.candidate.sha256,
-        "definition_sha256": verdict.definition.sha256,
-        "policy_sha256": verdict.policy.sha256,
-        "seed": verdict.seed,
-        "environment_sha256": sha256_tag(_canonical(body["environment"])),
-        "verdict_sha256": sha256_tag(_canonical(body)),
-        "verdict": body,
-    }
+    p = prepare(verdict)
+    return {**p.summary, "schema": SCHEMA, "index": index,
+            "prev": GENESIS_PREV if prev_leaf is None else leaf_tag(prev_leaf),
+            "recorded_at": _when(recorded_at), "harness_version": harness_version(),
+            "verdict": verdict.model_dump(mode="json")}
 
 
 def encode_record(record: dict[str, Any]) -> bytes:
@@ -97,6 +125,9 @@ def _reject_constant(name: str) -> Any:
     raise FormatError(f"non-JSON number {name}")
 
 
+_MAX_SAFE_INT = 2**53 - 1
+
+
 def _canonical_int(literal: str) -> int | float:
     value = int(literal)
     if str(value) != literal:
@@ -117,32 +148,7 @@ def _canonical_float(literal: str) -> float:
     return value
 
 
-_MAX_SAFE_INT = 2**53 - 1
-_NON_BMP = re.compile(rb"[\xf0-\xff]")
-
-
-def _fast_canonical(obj: Any) -> bytes | None:
-    """RFC 8785 bytes via the C JSON encoder, valid when numbers were already checked to be
-    canonical and no key or string leaves the BMP (code point order = UTF-16 order)."""
-    try:
-        return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                          allow_nan=False).encode()
-    except (UnicodeEncodeError, ValueError):
-        return None
-
-
-def parse_record(line: bytes) -> tuple[dict[str, Any], bytes]:
-    """Parse one log line; it must be a canonical, well-formed record. Also returns the
-    canonical bytes of its verdict (computed once, reused for ``verdict_sha256``)."""
-    try:
-        obj = json.loads(line, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant,
-                         parse_int=_canonical_int, parse_float=_canonical_float)
-    except FormatError:
-        raise
-    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, oversized integers
-        raise FormatError(f"not valid JSON ({exc.__class__.__name__})") from None
-    except RecursionError:
-        raise FormatError("JSON nested too deeply") from None
+def _shape(obj: Any) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise FormatError("not a JSON object")
     if set(obj) != _FIELDS:
@@ -157,20 +163,53 @@ def parse_record(line: bytes) -> tuple[dict[str, Any], bytes]:
         raise FormatError("prev is not a sha256:<hex> hash")
     if not isinstance(obj["verdict"], dict):
         raise FormatError("verdict is not an object")
-    if not _NON_BMP.search(line) and _fast_canonical(obj) == line:
-        verdict_bytes = _fast_canonical(obj["verdict"])
-        if verdict_bytes is not None:
-            return obj, verdict_bytes
-    try:  # the general path: RFC 8785 of an object with ASCII keys, sorted "key":value pairs
+    bad = sorted(k for k, v in obj.items() if k != "verdict" and isinstance(v, dict | list))
+    if bad:
+        raise FormatError(f"field {bad[0]} is not a JSON scalar")
+    return obj
+
+
+def _parse_strict(line: bytes) -> tuple[dict[str, Any], bytes]:
+    """The general path: every key and number checked, RFC 8785 recomputed by rfc8785."""
+    try:
+        obj = _shape(json.loads(line, object_pairs_hook=_no_duplicates,
+                                parse_constant=_reject_constant, parse_int=_canonical_int,
+                                parse_float=_canonical_float))
         verdict = rfc8785.dumps(obj["verdict"])
         canonical = b"{" + b",".join(
             rfc8785.dumps(k) + b":" + (verdict if k == "verdict" else rfc8785.dumps(obj[k]))
             for k in sorted(obj)) + b"}"
+    except FormatError:
+        raise
     except rfc8785.CanonicalizationError:
         raise FormatError("holds values RFC 8785 cannot encode") from None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, oversized integers
+        raise FormatError(f"not valid JSON ({exc.__class__.__name__})") from None
+    except RecursionError:
+        raise FormatError("JSON nested too deeply") from None
     if canonical != line:
         raise FormatError("bytes are not the canonical (RFC 8785) form of the record")
     return obj, verdict
+
+
+def parse_record(line: bytes) -> tuple[dict[str, Any], bytes]:
+    """Parse one log line; it must be a canonical, well-formed record. Also returns the
+    canonical bytes of its verdict (cut out of the line, not re-encoded)."""
+    try:
+        obj = json.loads(line)
+    except ValueError as exc:
+        raise FormatError(f"not valid JSON ({exc.__class__.__name__})") from None
+    except RecursionError:
+        raise FormatError("JSON nested too deeply") from None
+    _shape(obj)
+    same = canon.matches(line, obj)
+    if same is None:
+        return _parse_strict(line)
+    if not same:  # also catches duplicate keys: the re-encoded object is shorter
+        raise FormatError("bytes are not the canonical (RFC 8785) form of the record")
+    # canonical, and every value before "verdict" is a scalar: the first ',"verdict":' is
+    # the key (a JSON string cannot hold a bare '"'), ',"verdict_sha256":' the last one
+    return obj, line[line.index(_VERDICT_KEY) + len(_VERDICT_KEY):line.rindex(_AFTER_VERDICT)]
 
 
 def decode_record(line: bytes) -> dict[str, Any]:
@@ -200,11 +239,11 @@ def summary_mismatches(record: dict[str, Any], verdict_bytes: bytes | None = Non
     }
     bad = [k for k, want in expect.items() if record[k] != want]
     try:
-        if record["environment_sha256"] != sha256_tag(rfc8785.dumps(v.get("environment"))):
+        if record["environment_sha256"] != sha256_tag(canon.dumps(v.get("environment"))):
             bad.append("environment_sha256")
-        if record["verdict_sha256"] != sha256_tag(verdict_bytes or rfc8785.dumps(v)):
+        if record["verdict_sha256"] != sha256_tag(verdict_bytes or canon.dumps(v)):
             bad.append("verdict_sha256")
-    except rfc8785.CanonicalizationError:
+    except canon.CanonicalizationError:
         bad.append("verdict")
     return bad
 

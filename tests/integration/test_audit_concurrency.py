@@ -30,7 +30,8 @@ def _worker(log: Path, key: Path, worker: int, count: int, start_at: float) -> N
 
 def test_parallel_appenders_lose_nothing(tmp_path: Path) -> None:
     """Attack surface: racing writers. flock serialises them; every acknowledged append
-    is in the log exactly once, indices are dense, one checkpoint per append."""
+    is in the log exactly once, indices are dense, every commit signs a checkpoint (group
+    commit lets concurrent appends share one, so there may be fewer than appends)."""
     from sandboxharness.audit import generate_keys, read_public_keys, verify_log
     from sandboxharness.audit.view import read_entries
 
@@ -49,7 +50,7 @@ def test_parallel_appenders_lose_nothing(tmp_path: Path) -> None:
     total = WORKERS * PER_WORKER
     assert sorted(acked) == list(range(total))
     result = verify_log(log, read_public_keys([keys.public]))
-    assert result.size == total and result.checkpoints == total and result.torn_tail is None
+    assert result.size == total and 0 < result.checkpoints <= total and result.torn_tail is None
     entries, _ = read_entries(log)
     names = Counter(e.field("candidate", "name") for e in entries)
     assert len(names) == total and set(names.values()) == {1}

@@ -84,7 +84,10 @@ def test_torn_record_prefixes() -> None:
 def _crashed_log(tmp_path: Path, how: str) -> Path:
     """What a writer killed at each point between its steps leaves behind."""
     log = tmp_path / "audit.log"
-    texts = [record_verdict(sample_verdict(i), log, SIGNER).checkpoint_text for i in range(4)]
+    texts = [record_verdict(sample_verdict(i), log, SIGNER).checkpoint_text for i in range(3)]
+    state = log.with_name("audit.log.state").read_bytes()  # a killed writer never updates it
+    texts.append(record_verdict(sample_verdict(3), log, SIGNER).checkpoint_text)
+    log.with_name("audit.log.state").write_bytes(state)
     cps = log.with_name("audit.log.checkpoints")
     lines = log.read_bytes().splitlines(keepends=True)
     if how == "partial-line":        # killed inside the record write
