@@ -116,6 +116,7 @@ class Worker:
         if self.gpu is not None:
             self.gpu.remember(inputs)
         _sync(device)
+        gc.disable()  # in every phase alike (no tell), until the call's results are sent
         t0 = _clock()
         ret = self.fn(*inputs, *outs)
         _sync(device)
@@ -196,7 +197,7 @@ class Worker:
         inputs = make_inputs(case, msg["seed"], self.hello["device"], self.hello["data"])
         self.launches.take()
         outs, elapsed = self._invoke(inputs, case)
-        gc.disable()  # until the reply is sent (serve): no collector, no finalizer runs
+        gc.disable()  # again, should the call have switched it on: none until the reply
         launches = self.launches.take()
         described = [_describe(o) for o in outs]
         bound = self._save(msg["save"], self._named(case, outs, inputs))

@@ -222,6 +222,19 @@ def test_harness_digest_function_patched(ev) -> None:
     assert "digest" in v.reasons[0].message
 
 
+def test_no_phase_tell_from_the_collector(ev) -> None:
+    """Attack: tell the timed phase from the correctness phase by a harness side effect (the
+    collector switched off only while timing) and cheat only then. The collector is off in
+    every candidate call alike, so the cheat shows at correctness already. Source: issue 16
+    class 9 (a candidate must not count or sense its way to the timed phase)."""
+    code = ("import gc, torch\n" + RMS +
+            "def run(x, w):\n"
+            "    return _rms(x, w) if gc.isenabled() else torch.zeros_like(x)\n")
+    v = ev(code, dps=False, language="python")
+    assert v.decision == "reject"
+    assert v.stage("correctness").status == "failed", v.reasons
+
+
 # -- honest controls ------------------------------------------------------------------------
 MULTI_KERNEL = '''import torch
 import triton
