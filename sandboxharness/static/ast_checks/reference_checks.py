@@ -13,6 +13,9 @@ from .rules import ATTR_RULES
 __all__ = ["ReferenceChecks"]
 
 _SPECIAL_NAMES = {"__builtins__": "ast.dynamic-code", "__loader__": "ast.dynamic-code"}
+# State Triton keeps on a jitted or autotuned kernel: what ran before, with which sizes.
+_JIT_STATE = frozenset({"cache", "device_caches", "kernel_cache", "best_config",
+                        "configs_timings", "bench_time", "cache_hook", "compiled_hook"})
 # Attribute access by name: handed around as a value, it is access no rule can follow.
 _ATTR_FUNCS = {"builtins.getattr", "builtins.setattr", "builtins.delattr",
                "operator.attrgetter", "operator.methodcaller"}
@@ -86,6 +89,10 @@ class ReferenceChecks(CheckerBase):
         if isinstance(node.ctx, (ast.Store, ast.Del)):
             self.check_store(node)
         else:
+            if (isinstance(node.value, ast.Name) and node.attr in _JIT_STATE
+                    and node.value.id in self.names.functions):
+                self.report("ast.env-probe", node, f"{node.value.id}.{node.attr}: reads the "
+                            "compile or tuning caches of a kernel (what ran before)")
             resolved = self.names.resolve(node)
             for dotted in sorted(resolved):
                 self.check_name(dotted, node)

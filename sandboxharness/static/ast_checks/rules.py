@@ -163,7 +163,8 @@ NAME_RULES: list[tuple[re.Pattern[str], str, str]] = [
      "ast.deferred-callback", "runs code later, outside the call (finalizer or hook)"),
     (_rx("mmap", r"torch\.(from_file|frombuffer|UntypedStorage|TypedStorage|\w+Storage)",
          r"torch\.Tensor\.(untyped_storage|storage|_typed_storage|share_memory_|set_|"
-         r"is_shared)", r"numpy\.(frombuffer|ctypeslib)", r"multiprocessing\.shared_memory"),
+         r"is_shared)", r"torch\.cuda\.caching_allocator_\w+", r"numpy\.(frombuffer|ctypeslib)",
+         r"multiprocessing\.shared_memory"),
      "ast.shared-storage", "shares, maps or re-points memory the harness reads"),
     (_rx("base64", "binascii", "codecs", "zlib", "bz2", "lzma", "gzip", "quopri", "uu",
          "encodings", r"builtins\.(bytes|bytearray)\.fromhex"),

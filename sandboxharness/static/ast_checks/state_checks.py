@@ -54,6 +54,9 @@ class StateChecker:
         """Module-level names bound to something other than a module (objects, values)."""
         self.long_lived: set[str] = set()
         """The file's classes with an instance made at module level (it serves every call)."""
+        self.persistent_args: dict[str, set[str]] = {}
+        """Parameters of the file's functions that receive a container outliving the call
+        (a module-level one at a call site, or one bound by a module-level partial)."""
 
     def is_container(self, expr: ast.expr | None) -> bool:
         if isinstance(expr, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp,
@@ -90,7 +93,37 @@ class StateChecker:
                            and isinstance(n.value, ast.Call)
                            and isinstance(n.value.func, ast.Name)
                            and n.value.func.id in classes}
-        self.walk(tree, [_Scope(tree, self.containers(tree.body))])
+        module_containers = self.containers(tree.body)
+        self.persistent_args = self._persistent_args(tree, set(module_containers))
+        self.walk(tree, [_Scope(tree, module_containers)])
+
+    def _persistent_args(self, tree: ast.Module, module_containers: set[str]
+                         ) -> dict[str, set[str]]:
+        funcs = {n.name: n for n in ast.walk(tree)
+                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        top_level = {id(n) for n in walk_local(tree.body)}
+        out: dict[str, set[str]] = {}
+        for call in ast.walk(tree):
+            if not isinstance(call, ast.Call):
+                continue
+            args, fname, via_partial = list(call.args), None, False
+            if isinstance(call.func, ast.Name) and call.func.id in funcs:
+                fname = call.func.id
+            elif (id(call) in top_level and args and isinstance(args[0], ast.Name)
+                  and args[0].id in funcs
+                  and "functools.partial" in self.c.names.resolve(call.func)):
+                fname, args, via_partial = args[0].id, args[1:], True  # partial(_run, s={})
+            if fname is None:
+                continue
+            values = [(p.arg, e) for p, e in zip(funcs[fname].args.posonlyargs
+                                                 + funcs[fname].args.args, args, strict=False)]
+            values += [(k.arg, k.value) for k in call.keywords if k.arg is not None]
+            hit = {name for name, e in values
+                   if (isinstance(e, ast.Name) and e.id in module_containers)
+                   or (via_partial and self.is_container(e))}
+            if hit:
+                out.setdefault(fname, set()).update(hit)
+        return out
 
     def walk(self, node: ast.AST, stack: list[_Scope]) -> None:
         for child in ast.iter_child_nodes(node):
@@ -122,6 +155,7 @@ class StateChecker:
                             if self.is_container(d)}
         mutable_defaults |= {arg.arg for arg, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)
                              if d is not None and self.is_container(d)}
+        mutable_defaults |= self.persistent_args.get(getattr(fn, "name", ""), set())
         declared = {n for s in walk_local(body) if isinstance(s, (ast.Global, ast.Nonlocal))
                     for n in s.names}
         local = (params | _bound_names(body)) - declared
@@ -133,8 +167,9 @@ class StateChecker:
                 n = target.id
                 if n in local:
                     if n in mutable_defaults:
-                        self.c.report("ast.global-state", node, f"mutates default argument "
-                                      f"{n!r}: a mutable default persists across calls")
+                        self.c.report("ast.global-state", node, f"mutates argument {n!r}: "
+                                      "its default, or what the file passes it, persists "
+                                      "across calls")
                     continue
                 for scope in reversed(stack):
                     if not scope.is_class and n in scope.containers:

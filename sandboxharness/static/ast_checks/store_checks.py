@@ -21,6 +21,11 @@ __all__ = ["StoreChecker"]
 
 _FRESH_CALLS = {"builtins.object", "types.SimpleNamespace", "argparse.Namespace"}
 _SETATTR = {"builtins.setattr", "builtins.delattr"}
+# Decorators that hand back the candidate's own function or class.
+_PLAIN_DECORATORS = {"staticmethod", "classmethod", "property", "dataclass"}
+_PLAIN_DECORATOR_PATHS = {"dataclasses.dataclass", "functools.wraps",
+                          "functools.total_ordering", "builtins.staticmethod",
+                          "builtins.classmethod", "builtins.property"}
 _Fn = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 
 
@@ -69,7 +74,8 @@ class StoreChecker:
             if isinstance(node, (ast.Global, ast.Nonlocal)):
                 declared.update(node.names)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                fresh.add(node.name)
+                # a decorated name holds what the decorator returned (a JITFunction, ...)
+                (other if self.decorated(node) else fresh).add(node.name)
             elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for t in targets:
@@ -91,6 +97,16 @@ class StoreChecker:
         for outer in reversed(stack):  # free names: what the enclosing scope owns
             own |= {n for n in outer if n not in bound}
         return own
+
+    def decorated(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> bool:
+        for d in node.decorator_list:
+            target = d.func if isinstance(d, ast.Call) else d
+            names = self.c.names.resolve(target)
+            if isinstance(target, ast.Name) and target.id in _PLAIN_DECORATORS:
+                continue
+            if not names & _PLAIN_DECORATOR_PATHS:
+                return True
+        return False
 
     def is_fresh(self, value: ast.expr | None) -> bool:
         if isinstance(value, ast.Lambda):
