@@ -115,7 +115,7 @@ class PythonNames:
 
     def _collect_aliases(self) -> None:
         pairs = alias_pairs(self.tree, self.functions, set(self.bindings), self.alias_values)
-        for _ in range(8):  # to a fixpoint: aliases of aliases
+        for _ in range(12):  # to a fixpoint: aliases of aliases (bounded: cost)
             changed = False
             for target, value in pairs:
                 changed |= self._bind_pair(target, value)

@@ -54,6 +54,7 @@ class StateChecker:
         """Module-level names bound to something other than a module (objects, values)."""
         self.long_lived: set[str] = set()
         """The file's classes with an instance made at module level (it serves every call)."""
+        self._bound_cache: dict[int, set[str]] = {}
         self.persistent_args: dict[str, set[str]] = {}
         """Parameters of the file's functions that receive a container outliving the call
         (a module-level one at a call site, or one bound by a module-level partial)."""
@@ -222,9 +223,15 @@ class StateChecker:
         if name in local:
             return False
         if any(not s.is_class and not isinstance(s.node, ast.Module)
-               and name in _bound_names(_body(s.node)) for s in stack):
+               and name in self._bound_in(s.node) for s in stack):
             return True
         return name in self.module_objects
+
+    def _bound_in(self, node: ast.AST) -> set[str]:
+        key = id(node)
+        if key not in self._bound_cache:
+            self._bound_cache[key] = _bound_names(_body(node))
+        return self._bound_cache[key]
 
 
 def _in_place(method: str) -> bool:
