@@ -1,4 +1,8 @@
-"""``sandboxharness`` CLI. Exit codes: 0 promote/ok, 1 reject/tampered, 2 bad input, 3 harness."""
+"""``sandboxharness`` CLI. Exit codes: 0 promote/ok, 1 reject/tampered, 2 bad input, 3 harness,
+130/143/129 interrupted by SIGINT/SIGTERM/SIGHUP (after cleaning up, see ``cli.signals``).
+
+Every error is one line on stderr (``error: ...``): no traceback, no control characters or
+ANSI escapes (``errors.one_line``), at most ``errors.MAX_LINE`` characters."""
 
 from __future__ import annotations
 
@@ -11,7 +15,8 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from ..errors import HarnessError, InputError
+from ..errors import HarnessError, InputError, Interrupted, one_line
+from . import signals
 from .render import console
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -22,8 +27,8 @@ out = console()
 
 
 def eprint(line: str) -> None:
-    """Plain stderr: rich would wrap a long path onto a second line."""
-    print(line, file=sys.stderr, flush=True)
+    """Plain stderr, one line: rich would wrap a long path onto a second line."""
+    print(one_line(line), file=sys.stderr, flush=True)
 
 
 def fail(exc: BaseException) -> NoReturn:
@@ -98,7 +103,8 @@ def evaluate(
             lines = [t.model_dump_json(exclude_none=False) for t in
                      to_traces(verdict, load_workloads(wl_path))]
             write_atomic(trace_out, "".join(line + "\n" for line in lines))
-        audit_hook.record(verdict, audit_log, attestation, signer)
+        with signals.deferred():  # a signal during the append waits for its end
+            audit_hook.record(verdict, audit_log, attestation, signer)
     except Exception as exc:  # noqa: BLE001  every failure becomes one line + exit code
         fail(exc)
     if json_out:
@@ -111,20 +117,22 @@ def evaluate(
 @app.command()
 def validate(paths: Annotated[list[Path], typer.Argument(help="definitions, workloads "
                                                          "(.jsonl), solutions, policies")]) -> None:
-    """Validate documents. Exit 0 if all are valid, 2 otherwise (one line per problem)."""
+    """Validate documents: one line per path. Exit 0 if all are valid, 2 if any is bad, 3 if
+    the harness itself failed on one (the other paths are still answered)."""
     from ..intake import validate_file
 
-    bad = 0
+    bad = broken = 0
     for p in paths:
         try:
             kind = validate_file(p)
-            print(f"ok: {p} ({kind})")
+            print(one_line(f"ok: {p} ({kind})"), flush=True)
         except InputError as exc:
             eprint(f"error: {exc}")
             bad += 1
-        except Exception as exc:  # noqa: BLE001
-            fail(exc)
-    raise typer.Exit(2 if bad else 0)
+        except Exception as exc:  # noqa: BLE001  one line for this path, then the next
+            eprint(f"error: {p}: internal error: {type(exc).__name__}: {exc}")
+            broken += 1
+    raise typer.Exit(3 if broken else 2 if bad else 0)
 
 
 @app.command()
@@ -190,8 +198,22 @@ _register_optional()
 
 
 def run() -> None:
-    try:
-        app()
-    except KeyboardInterrupt:
-        err.print("interrupted")
-        sys.exit(130)
+    """The console entry point: usage errors and interrupts are one line too."""
+    code = 0
+    with signals.installed():
+        try:
+            rv = app(standalone_mode=False)
+            code = rv if isinstance(rv, int) else 0
+        except typer.Abort:
+            eprint("error: aborted")
+            code = 130
+        except typer.TyperException as exc:  # usage errors: one line, not a box
+            message = getattr(exc, "format_message", lambda: str(exc))()
+            eprint(f"error: {message} (see --help)")
+            code = int(getattr(exc, "exit_code", 2))
+        except Interrupted as exc:
+            signals.reap()
+            eprint(f"error: interrupted by {exc}: sandboxed processes killed, job "
+                   "directories removed, nothing recorded")
+            code = exc.exit_code
+    sys.exit(code)

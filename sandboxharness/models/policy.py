@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from ._base import FrozenModel
+from ._base import FiniteModel, FrozenModel
 from .solution import Language
 
 Severity = Literal["low", "medium", "high"]
@@ -31,18 +31,40 @@ class StaticRules(FrozenModel):
     timeout_s: float = Field(default=120.0, gt=0)
 
 
-class Limits(FrozenModel):
-    compile_timeout_s: float = Field(default=120.0, gt=0)
-    run_timeout_s: float = Field(default=300.0, gt=0)
-    """Wall clock for the whole candidate session (all trials and timed calls)."""
-    memory_mb: int = Field(default=8192, gt=0)
-    cpu_time_s: int = Field(default=600, gt=0)
-    max_processes: int = Field(default=256, gt=0)
-    max_open_files: int = Field(default=256, gt=0)
-    max_file_size_mb: int = Field(default=256, gt=0)
-    max_log_bytes: int = Field(default=64 * 1024, gt=0)
-    """stdout/stderr kept per process; the rest is dropped (counted)."""
-    max_result_mb: int = Field(default=512, gt=0)
+class Limits(FiniteModel):
+    """What one sandboxed process may use. Each bound is one both backends can honour (and,
+    at the low end, one the worker's own start fits in), so a policy can never make an honest
+    candidate fail, nor ask a backend for what it cannot set: such a policy is refused when it
+    is loaded, naming the field. Floats must be finite."""
+
+    compile_timeout_s: float = Field(default=120.0, ge=1, le=7200)
+    """Wall clock for importing / building the candidate. At least 1 s (the host's timers and
+    the worker's start); at most 2 h (a CUDA build of a large template; past that the harness
+    would hold a job slot for nothing, and ``select`` refuses huge timeouts)."""
+    run_timeout_s: float = Field(default=300.0, ge=1, le=86400)
+    """Wall clock for the whole candidate session (all trials and timed calls); at most a day."""
+    memory_mb: int = Field(default=8192, ge=128, le=4 * 1024 * 1024)
+    """Memory cgroup (or RLIMIT_AS) per job, MiB. At least 128 (the launcher and the pid-1
+    init are Python processes; a worker that imports torch needs ~500 more); at most 4 TiB
+    (larger than any host; ``memory_mb * 2**20`` must fit the kernel's 64-bit limits)."""
+    cpu_time_s: int = Field(default=600, ge=30, le=7 * 86400)
+    """RLIMIT_CPU per process, s. At least 30: the worker's own start (interpreter, torch,
+    Triton) costs several CPU seconds, and a lower limit would kill an honest candidate
+    before its first call and read as its fault. At most a week."""
+    max_processes: int = Field(default=256, ge=16, le=65536)
+    """pids cgroup / RLIMIT_NPROC: threads count. At least 16 (torch and OpenMP start
+    threads at import); at most 65536 (the kernel's usual ``pid_max`` region)."""
+    max_open_files: int = Field(default=256, ge=64, le=1 << 20)
+    """RLIMIT_NOFILE. At least 64 (the interpreter and torch hold dozens); at most 2**20, the
+    kernel's default ``fs.nr_open`` (setrlimit above it fails)."""
+    max_file_size_mb: int = Field(default=256, ge=1, le=1024 * 1024)
+    """RLIMIT_FSIZE, MiB; at most 1 TiB (the limit is set in bytes: ``2**50`` MiB does not fit
+    in 64 bits)."""
+    max_log_bytes: int = Field(default=64 * 1024, ge=1024, le=256 * 1024 * 1024)
+    """stdout/stderr kept per process; the rest is dropped (counted). Kept in host memory,
+    so at most 256 MiB."""
+    max_result_mb: int = Field(default=512, ge=1, le=256 * 1024)
+    """Largest result file the host reads back (into its own memory): at most 256 GiB."""
 
 
 class Tolerance(FrozenModel):

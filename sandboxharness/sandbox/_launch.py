@@ -87,6 +87,10 @@ class Launch:
                                   out=str(job.out_dir), tmp=str(job.tmp_dir))
             env_job = job
         ns = self._namespaces(sandbox) if self.namespaced else None  # may refuse: before cgroups
+        env = worker_env(env_job)
+        env.setdefault("USER", "sandbox")
+        env.setdefault("LOGNAME", "sandbox")
+        # the cgroup last: nothing after it may fail, so no cgroup outlives a refused launch
         self.cgroup: cgroups.JobCgroup | None = None
         if sandbox.cgroup_support is not None and sandbox.cgroup_support.by_controller:
             try:
@@ -101,9 +105,6 @@ class Launch:
             sandbox.note("GPU job without a memory cgroup: host memory is not limited "
                          "(RLIMIT_AS would break CUDA)")
         self.out_quota = (sandbox.out_quota_mb * MB, sandbox.out_max_entries)
-        env = worker_env(env_job)
-        env.setdefault("USER", "sandbox")
-        env.setdefault("LOGNAME", "sandbox")
         self.config: dict[str, Any] = {
             "argv": argv or [sys.executable, "-I", "-m", "sandboxharness.worker"],
             "env": env,

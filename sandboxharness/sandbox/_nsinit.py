@@ -348,11 +348,15 @@ def _init(cfg: Cfg, ctl: int) -> None:
 
 def _namespaced(cfg: Cfg, ctl: int) -> None:
     host = os.getppid()
+    # Opened here, in the host's mount namespace: after the fork A shares C's new namespace,
+    # and an open while C rebuilds /dev either finds no /dev/null or holds C's placeholder
+    # file open for writing, so that C's read-only remount of /dev fails with EBUSY.
+    devnull = os.open(os.devnull, os.O_RDWR)
     _unshare_and_map(cfg["ns"])
     child = os.fork()
     if child == 0:
+        os.close(devnull)
         _init(cfg, ctl)
-    devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)
     os.close(devnull)

@@ -14,6 +14,7 @@ scrubbed environment, seccomp and ``no_new_privs`` and cgroups where available.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -34,10 +35,26 @@ from ._logs import CappedReader
 from .docker_watch import OutDirWatch
 from .interface import ExitInfo, JobSpec, Sandbox, SandboxedProcess
 
-__all__ = ["INNER_ROOT", "SANDBOX_UID_BASE", "ProcessSandbox"]
+__all__ = ["INNER_ROOT", "SANDBOX_UID_BASE", "ProcessSandbox", "kill_running", "reap_all"]
 
 NSINIT = str(Path(__file__).with_name("_nsinit.py"))
 READY_TIMEOUT_S = 30.0
+
+
+# started, not yet reaped; a plain dict: copying it is atomic, so a signal handler needs no lock
+_LIVE: dict[int, _Child] = {}
+
+
+def kill_running() -> None:
+    """SIGKILL every live sandboxed tree; no wait, no lock: safe in a signal handler."""
+    for child in list(_LIVE.values()):
+        child._killpg()
+
+
+def reap_all() -> None:
+    """Kill and reap what is still live (an interrupt unwound past its owner)."""
+    for child in list(_LIVE.values()):
+        child.kill()
 
 
 class _Child(SandboxedProcess):
@@ -46,6 +63,13 @@ class _Child(SandboxedProcess):
         self.paths = launch.paths
         self._cgroup = launch.cgroup
         self._namespaced = launch.namespaced
+        self._info: ExitInfo | None = None
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(deadline_s, self._expire)
+        self._timer.daemon = True
+        self._watch: OutDirWatch | None = None
+        self._log: CappedReader | None = None
+        self._timed_out, self._ctl_buf = False, b""
         cfg_r, cfg_w = os.pipe()
         self._ctl, ctl_w = os.pipe()
         try:
@@ -60,26 +84,28 @@ class _Child(SandboxedProcess):
                 os.close(fd)
             self._drop_cgroup()
             raise SandboxError(f"cannot start the sandbox launcher: {exc}") from exc
-        os.close(cfg_r)
-        os.close(ctl_w)
-        with os.fdopen(cfg_w, "wb") as fh:
-            fh.write(json.dumps(launch.config).encode())
-        if not (self._proc.stdin and self._proc.stdout and self._proc.stderr):
-            raise SandboxError("sandbox launcher started without its pipes")
-        self._stdin: IO[bytes] = self._proc.stdin
-        self._rfd = self._proc.stdout.fileno()
-        self._log = CappedReader(self._proc.stderr, job.limits.max_log_bytes)
-        self._timed_out = False
-        self._lock = threading.Lock()
-        self._info: ExitInfo | None = None
-        self._ctl_buf = b""
-        self._timer = threading.Timer(deadline_s, self._expire)
-        self._timer.daemon = True
-        self._timer.start()
-        # the out dir is the one writable host directory: no mount option bounds it
-        self._watch = OutDirWatch(job.out_dir, launch.out_quota[0], launch.out_quota[1],
-                                  self._killpg)
-        self._await_ready()
+        _LIVE[id(self)] = self
+        try:  # from here on every exit path (an interrupt too) kills and reaps the launcher
+            os.close(cfg_r)
+            os.close(ctl_w)
+            try:
+                with os.fdopen(cfg_w, "wb") as fh:
+                    fh.write(json.dumps(launch.config).encode())
+            except OSError as exc:
+                raise SandboxError(f"sandbox launcher refused its configuration: {exc}") from None
+            if not (self._proc.stdin and self._proc.stdout and self._proc.stderr):
+                raise SandboxError("sandbox launcher started without its pipes")
+            self._stdin: IO[bytes] = self._proc.stdin
+            self._rfd = self._proc.stdout.fileno()
+            self._log = CappedReader(self._proc.stderr, job.limits.max_log_bytes)
+            self._timer.start()
+            # the out dir is the one writable host directory: no mount option bounds it
+            self._watch = OutDirWatch(job.out_dir, launch.out_quota[0], launch.out_quota[1],
+                                      self._killpg)
+            self._await_ready()
+        except BaseException:
+            self.kill()
+            raise
 
     # -- launcher control channel ---------------------------------------------------------
     def _read_ctl(self, timeout: float) -> bool:
@@ -167,28 +193,28 @@ class _Child(SandboxedProcess):
         with self._lock:
             if self._info is None:
                 self._timer.cancel()
-                self._watch.stop()
+                if self._watch is not None:
+                    self._watch.stop()
                 self._killpg()  # also takes down anything the worker left in its group
                 launcher_rc = self._proc.wait()
                 status = self._worker_status() if self._namespaced else None
                 rc = status if status is not None else launcher_rc
                 oom, pids = self._drop_cgroup()
-                for stream in (self._stdin, self._proc.stdout):
-                    try:
+                for stream in (self._proc.stdin, self._proc.stdout):
+                    with contextlib.suppress(OSError):
                         stream.close()  # type: ignore[union-attr]
-                    except OSError:
-                        pass
                 os.close(self._ctl)
                 limit = ("memory" if oom else "cpu" if rc == -signal.SIGXCPU
                          else "pids" if pids and rc != 0 else None)
-                log = self._log.text()
-                if self._watch.exceeded:
+                log = self._log.text() if self._log is not None else ""
+                if self._watch is not None and self._watch.exceeded:
                     limit = "disk"
                     log += f"\n[sandboxharness] killed: {self._watch.exceeded}\n"
                 self._info = ExitInfo(
                     returncode=rc, timed_out=self._timed_out, limit_hit=limit,
-                    stderr=log, dropped_log_bytes=self._log.dropped,
+                    stderr=log, dropped_log_bytes=self._log.dropped if self._log else 0,
                 )
+                _LIVE.pop(id(self), None)
             return self._info
 
 
