@@ -17,8 +17,7 @@ from typing import Any
 import rfc8785
 
 # a number token (after ':' ',' '[' and before ',' ']' '}') that may differ from ES6
-_RISKY = re.compile(rb"[:,\[]-?[0-9]+(?:\.0|(?:\.[0-9]+)?[eE][-+]?[0-9]+)[,\]}]"
-                    rb"|[:,\[]-?[0-9]{16,}[,\]}]")
+_RISKY = re.compile(rb"[:,\[]-?[0-9]{16,}[,\]}]|[eE][-+]?[0-9]+[,\]}]|\.0[,\]}]")
 _NON_BMP = re.compile(rb"[\xf0-\xff]")
 _encode = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                            allow_nan=False, check_circular=False).encode
@@ -26,8 +25,30 @@ _encode = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=F
 CanonicalizationError = rfc8785.CanonicalizationError
 
 
-def _fast_safe(data: bytes) -> bool:
-    return not _RISKY.search(data) and not _NON_BMP.search(data)
+class Undecided(Exception):  # noqa: N818 - a signal, not an error
+    """The fast path cannot tell: use ``rfc8785``."""
+
+
+def _float(literal: str) -> float:
+    value = float(literal)
+    if "e" in literal or "E" in literal or literal.endswith(".0") or 0 < abs(value) < 1e-4:
+        raise Undecided
+    return value
+
+
+def _int(literal: str) -> int:
+    if len(literal) > 15:
+        raise Undecided
+    return int(literal)
+
+
+_decode = json.JSONDecoder(parse_float=_float, parse_int=_int).decode
+
+
+def loads(data: bytes) -> Any:
+    """``json.loads`` of UTF-8 bytes, raising :class:`Undecided` for a number whose ES6
+    form Python's encoder would not write (so :func:`same` can compare by re-encoding)."""
+    return _decode(data.decode("utf-8"))
 
 
 def dumps(obj: Any) -> bytes:
@@ -37,15 +58,16 @@ def dumps(obj: Any) -> bytes:
             data = _encode(obj).encode()
         except (ValueError, TypeError, UnicodeEncodeError, RecursionError):
             data = b""
-        if data and _fast_safe(data):
+        if data and not _RISKY.search(data) and (data.isascii() or not _NON_BMP.search(data)):
             return data
     return rfc8785.dumps(obj)
 
 
-def matches(line: bytes, obj: Any) -> bool | None:
-    """Whether ``line`` is exactly the RFC 8785 form of ``obj`` (parsed from ``line``):
-    True/False when the fast encoder can tell, None when only ``rfc8785`` can."""
-    if not _fast_safe(line):
+def same(line: bytes, obj: Any) -> bool | None:
+    """Whether ``line`` is exactly the RFC 8785 form of ``obj``, parsed from it by
+    :func:`loads`: True/False when the fast encoder can tell, None when only
+    ``rfc8785`` can (characters beyond the BMP, NaN)."""
+    if not line.isascii() and _NON_BMP.search(line):
         return None
     try:
         return _encode(obj).encode() == line

@@ -232,9 +232,10 @@ class Writer:
     def _write(self, d: storage.LogDir, fd: int, cps_fd: int, head: Head,
                groups: Sequence[list[Prepared]], signer: Signer, cfg: Config,
                created: bool) -> list[AppendResult]:
-        now, origin = cfg.clock(), head.origin
-        assert origin is not None
-        tree, prev, lines, spans = head.tree.copy(), head.last_leaf, [], []
+        now, origin = cfg.clock(), head.origin or ""
+        tree, prev = head.tree.copy(), head.last_leaf
+        lines: list[bytes] = []
+        spans: list[tuple[int, int, bytes]] = []
         for items in groups:
             first = tree.size
             for p in items:
@@ -245,7 +246,7 @@ class Writer:
                 lines.append(line)
                 prev = hash_leaf(line)
                 tree.append(prev)
-            spans.append((first, tree.size, prev))
+            spans.append((first, tree.size, prev or b""))
         cps_where = d.where(self.names[".checkpoints"])
         try:
             storage.append(fd, b"".join(line + b"\n" for line in lines), self.path)

@@ -111,7 +111,8 @@ def read_checkpoints(chunks: Iterable[bytes], keys: Sequence[PublicKey], limits:
                      submit: Submit | None = None) -> Checkpoints:
     """Parse and check every entry, in batches; ``submit(batch)`` starts a batch (in a
     worker) and returns how to get its results. By default batches run here."""
-    result, reader, batch = Checkpoints(), SidecarReader(limits), []
+    result, reader = Checkpoints(), SidecarReader(limits)
+    batch: list[Entry] = []
     jobs: deque[tuple[list[Entry], Callable[[], Any]]] = deque()
 
     def start() -> None:
@@ -155,8 +156,9 @@ def _record(result: Checkpoints, j: int, offset: int, text: str | None, status: 
                            if status != TamperKind.UNTRUSTED_CHECKPOINT.value else
                            f"{label(j, offset, size)} {a}"))
         return
-    assert isinstance(a, int) and isinstance(b, bytes) and isinstance(c, str)
-    assert isinstance(d, tuple)
+    if not (isinstance(a, int) and isinstance(b, bytes) and isinstance(c, str)
+            and isinstance(d, tuple)):
+        raise TypeError("malformed checkpoint check result")
     oid = result.origin_id(c)
     result.valid += 1
     result.counts[oid] += 1
@@ -175,7 +177,7 @@ class Anomaly:
 
 def ordered(cps: Checkpoints, origin_id: int) -> tuple[int, list[Anomaly], list[Finding]]:
     """Newest signed size, the out-of-order checkpoints, and the rollback findings."""
-    newest, anomalies, findings = 0, [], []
+    newest, anomalies, findings = 0, list[Anomaly](), list[Finding]()
     for j, offset, size, root in cps.rows_for(origin_id):
         if size < newest:
             if len(findings) < 16:

@@ -165,7 +165,8 @@ class VerificationResult:
 
     def summary(self) -> str:
         if self.first is not None:
-            return f"TAMPERED: {self.first.line()}"
+            unwitnessed = all(f.kind is TamperKind.UNWITNESSED for f in self.findings)
+            return f"{'UNWITNESSED' if unwitnessed else 'TAMPERED'}: {self.first.line()}"
         witnessed = f", witnessed by {', '.join(self.witnessed)}" if self.witnessed else ""
         return (f"OK: {self.size} record(s) verified against {self.checkpoints} signed "
                 f"checkpoint(s), origin {self.origin or '-'}, keys {', '.join(self.key_ids) or '-'}"

@@ -91,14 +91,17 @@ class _Queue:
                     self.cond.notify_all()
         if group.error is not None:
             raise group.error
-        assert group.result is not None
+        if group.result is None:  # pragma: no cover - a commit sets one or the other
+            raise AuditError(f"{self.writer.path}: the append was not committed")
         return group.result
 
     def _take(self) -> list[_Group]:
         """The oldest append and those that can share its checkpoint (same key and
         settings), up to ``max_batch`` records."""
         first = self.pending[0]
-        batch, room, rest = [], first.cfg.limits.max_batch, []
+        batch: list[_Group] = []
+        rest: list[_Group] = []
+        room = first.cfg.limits.max_batch
         for g in self.pending:
             fits = (g.signer.key_id, g.cfg) == (first.signer.key_id, first.cfg)
             if fits and (not batch or len(g.items) <= room):
@@ -168,12 +171,10 @@ def read_log(log_path: Path, limits: AuditLimits) -> tuple[list[bytes], list[Sig
     """Complete lines of the log and the parseable (unverified) checkpoints, in memory
     (for ``show``/``export``, up to ``max_view_bytes``; verification streams)."""
     fd = storage.open_input(log_path, what="audit log")
-    assert fd is not None
     try:
         storage.flock(fd, fcntl.LOCK_SH, log_path)
         data = _read_capped(fd, log_path, limits.max_view_bytes, "audit log")
-        cfd = storage.open_input(sidecar(log_path, ".checkpoints"), what="checkpoints file",
-                                 missing_ok=True)
+        cfd = storage.open_optional(sidecar(log_path, ".checkpoints"), what="checkpoints file")
         cps = b""
         if cfd is not None:
             try:

@@ -75,10 +75,11 @@ class Pool:
             return ticket
         w = ticket % len(self.procs)
         self._collect(w)
-        proc = self.procs[w]
-        assert proc.stdin is not None
+        stdin = self.procs[w].stdin
         try:
-            _write(proc.stdin, (kind, args))
+            if stdin is None:
+                raise OSError("no pipe")
+            _write(stdin, (kind, args))
         except OSError as exc:
             raise InfrastructureError(f"verification worker died: {exc}") from None
         self.outstanding[w] = ticket
@@ -89,8 +90,9 @@ class Pool:
         if ticket is None:
             return
         stdout = self.procs[w].stdout
-        assert stdout is not None
         try:
+            if stdout is None:
+                raise EOFError
             ok, value = _read(stdout)
         except (EOFError, OSError, pickle.UnpicklingError):
             raise InfrastructureError("a verification worker died") from None

@@ -43,7 +43,6 @@ def _b64(data: bytes) -> str:
 @contextmanager
 def _locked_log(log_path: Path) -> Iterator[int]:
     fd = storage.open_input(log_path, what="audit log")
-    assert fd is not None
     try:
         storage.flock(fd, fcntl.LOCK_SH, log_path)
         yield fd

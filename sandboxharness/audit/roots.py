@@ -47,9 +47,9 @@ class Anchors:
         """The log's identity - what most of its signed checkpoints say, else the first
         anchor's - and a finding for each checkpoint or anchor of another log."""
         common = [o for o, _ in cps.counts.most_common(1) if o < len(cps.origins)]
-        first = (self.trusted or [(None, w[1]) for w in self.witnessed])[:1]
+        first = [sc for _, sc in self.all()][:1]
         origin = (cps.origins[common[0]] if common else
-                  first[0][1].checkpoint.origin if first else None)
+                  first[0].checkpoint.origin if first else None)
         findings = []
         for oid, other in enumerate(cps.origins):
             if other != origin:

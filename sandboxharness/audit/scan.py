@@ -1,30 +1,33 @@
 """One streaming pass over the log: leaf hashes, the Merkle tree (a compact range, never
-the leaves), the ``index``/``prev`` chain and every signed root compared as the pass
-reaches its size. Memory: one chunk, a window of recent records, and per-size data only
-for the few sizes named in advance (out-of-order and trusted checkpoints).
+the leaves), every signed root compared as the pass reaches its size, and the
+``index``/``prev`` chain. Memory: a few chunks, a window of records around the first
+chain break, and per-size data only for the sizes named in advance (out-of-order and
+trusted checkpoints).
 
 Per-record content checks (:mod:`.content`) are handed off chunk by chunk - to worker
-processes when there are any - and their findings merged in record order.
+processes when there are any - and come back, in order, with each record's ``index``
+and ``prev`` for the chain.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
-from binascii import hexlify
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from .analysis import GENESIS, Link, Window, classify
 from .interface import Finding, TamperKind
 from .merkle import EMPTY_ROOT, CompactRange
 
-_CHAIN = re.compile(rb'"index":(0|[1-9][0-9]{0,15}),"policy_sha256":"(?:[^"\\]|\\.)*",'
-                    rb'"prev":"sha256:([0-9a-f]{64})"')
 WINDOW = 1024
 """Records kept on each side of the first chain break to classify it."""
 MAX_FINDINGS = 1000
+_IN_FLIGHT = 6
+
+Job = Callable[[], Any]
+Submit = Callable[[bytes, int, frozenset[int]], Job]
 
 
 @dataclass
@@ -43,31 +46,29 @@ class Roots:
     match_below: dict[int, int] = field(default_factory=dict)
 
 
-Submit = Callable[[bytes, int, frozenset[int]], Callable[[], tuple[list[object], list[str]]]]
-
-
 class LogScan:
     def __init__(self, checkpoints: Iterator[tuple[int, bytes, str]], special: set[int],
                  max_record: int, submit: Submit) -> None:
         self.tree = CompactRange()
         self.n = 0
-        self.last_leaf = GENESIS
-        self.recent: deque[tuple[int | None, bytes | None, bytes]] = deque(maxlen=WINDOW)
-        self.after: list[tuple[int | None, bytes | None, bytes]] = []
-        self.break_at: int | None = None
-        self.structural: Finding | None = None
         self.cps, self.special, self.roots = checkpoints, special, Roots()
-        self.next_cp = None
+        self.next_cp: tuple[int, bytes, str] | None = None
         self.prev_size, self.prev_root, self.prev_label = -1, b"", ""
         self._advance()
         self.max_record, self.submit = max_record, submit
         self.pending = bytearray()
         self.pending_len = 0
-        self.hashing: hashlib._Hash | None = None  # an oversized line being hashed
-        self.jobs: deque[Callable[[], tuple[list[object], list[str]]]] = deque()
+        self.hashing: Any = None  # an oversized line being hashed
+        self.jobs: deque[tuple[Job, list[bytes], int]] = deque()
         self.findings: list[Finding] = []
         self.more = 0
         self.drift: list[str] = []
+        # the chain, checked as content results come back (in order)
+        self.last_leaf = GENESIS
+        self.recent: deque[tuple[int | None, bytes | None, bytes]] = deque(maxlen=WINDOW)
+        self.after: list[tuple[int | None, bytes | None, bytes]] = []
+        self.break_at: int | None = None
+        self.structural: Finding | None = None
 
     # -- bytes -> lines --------------------------------------------------------------
     def feed(self, chunk: bytes) -> None:
@@ -75,20 +76,20 @@ class LogScan:
         tail = parts.pop()  # what follows the last newline: the start of the next line
         if parts:
             first, leaf, length = self._close(parts[0])
-            lines, leaves = [first, *parts[1:]], {}
+            lines, big = [first, *parts[1:]], {}
             if leaf is not None:
-                leaves[0] = leaf
+                big[0] = leaf
                 self._oversized(self.n, length)
             for i in range(1, len(lines)):
                 if len(lines[i]) > self.max_record:
-                    leaves[i] = hashlib.sha256(b"\x00" + lines[i]).digest()
+                    big[i] = hashlib.sha256(b"\x00" + lines[i]).digest()
                     self._oversized(self.n + i, len(lines[i]))
                     lines[i] = b""
-            skip = frozenset(self.n + i for i in leaves)
-            self.jobs.append(self.submit(b"\n".join(lines), self.n, skip))
-            self._lines(lines, leaves)
-            while len(self.jobs) > 4:
-                self._merge(self.jobs.popleft())
+            start = self.n
+            job = self.submit(b"\n".join(lines), start, frozenset(start + i for i in big))
+            self.jobs.append((job, self._hash(lines, big), start))
+            while len(self.jobs) > _IN_FLIGHT:
+                self._merge(*self.jobs.popleft())
         self._open(tail)
 
     def _close(self, piece: bytes) -> tuple[bytes, bytes | None, int]:
@@ -126,15 +127,9 @@ class LogScan:
 
     def finish(self) -> None:
         while self.jobs:
-            self._merge(self.jobs.popleft())
+            self._merge(*self.jobs.popleft())
         if self.break_at is not None and self.structural is None:
             self._classify()
-
-    def _merge(self, job: Callable[[], tuple[list[object], list[str]]]) -> None:
-        problems, drift = job()
-        for p, kind, message in problems:  # type: ignore[misc]
-            self.add(Finding(TamperKind(kind), p, message))
-        self.drift += drift[:max(0, 3 - len(self.drift))]
 
     def add(self, finding: Finding) -> None:
         if len(self.findings) < MAX_FINDINGS:
@@ -142,44 +137,24 @@ class LogScan:
         else:
             self.more += 1
 
-    # -- the hot loop ------------------------------------------------------------------
-    def _lines(self, lines: list[bytes], leaves: dict[int, bytes]) -> None:
-        sha, search, tree, recent = hashlib.sha256, _CHAIN.search, self.tree, self.recent
-        last, n, special = self.last_leaf, self.n, self.special
+    # -- the hot loop: hash, grow the tree, compare signed roots -----------------------
+    def _hash(self, lines: list[bytes], big: dict[int, bytes]) -> list[bytes]:
+        sha, append, special = hashlib.sha256, self.tree.append, self.special
+        n = self.n
         next_size = self.next_cp[0] if self.next_cp is not None else -1
+        leaves = []
         for i, line in enumerate(lines):
-            leaf = leaves[i] if i in leaves else sha(b"\x00" + line).digest()
-            m = search(line)
-            link = (int(m.group(1)), m.group(2), leaf) if m else (None, None, leaf)
-            if self.break_at is None:
-                if m and (link[0] != n or link[1] != hexlify(last)):
-                    self.break_at = n
-                    self.after.append(link)
-                else:
-                    recent.append(link)
-            elif self.structural is None:
-                self.after.append(link)
-                if len(self.after) >= WINDOW:
-                    self._classify()
-            last = leaf
-            tree.append(leaf)
+            leaf = big[i] if big and i in big else sha(b"\x00" + line).digest()
+            leaves.append(leaf)
+            append(leaf)
             n += 1
             if n == next_size or n in special:
-                self.n, self.last_leaf = n, last
+                self.n = n
                 self._at_size(n)
                 next_size = self.next_cp[0] if self.next_cp is not None else -1
-        self.n, self.last_leaf = n, last
+        self.n = n
+        return leaves
 
-    def _classify(self) -> None:
-        assert self.break_at is not None
-        links = [Link(i, bytes.fromhex(p.decode()) if p else None, leaf)
-                 for i, p, leaf in (*self.recent, *self.after)]
-        self.structural = classify(Window(self.break_at - len(self.recent), links),
-                                   self.break_at)
-        self.recent.clear()
-        self.after = []
-
-    # -- signed roots ------------------------------------------------------------------
     def _at_size(self, size: int) -> None:
         r = self.roots
         root = self.tree.root()
@@ -207,3 +182,37 @@ class LogScan:
             if self.next_cp[1] != EMPTY_ROOT and self.roots.first_bad is None:
                 self.roots.first_bad = (0, self.next_cp[2], 0)
             self.next_cp = next(self.cps, None)
+
+    # -- content results and the chain -------------------------------------------------
+    def _merge(self, job: Job, leaves: list[bytes], first: int) -> None:
+        problems, drift, chain = job()
+        for p, kind, message in problems:
+            self.add(Finding(TamperKind(kind), p, message))
+        self.drift += drift[:max(0, 3 - len(self.drift))]
+        if self.structural is not None:
+            return
+        last, recent, after = self.last_leaf, self.recent, self.after
+        for i, (index, prev) in enumerate(chain):
+            leaf = leaves[i]
+            if self.break_at is None:
+                if index is not None and (index != first + i or prev != last):
+                    self.break_at = first + i
+                    after.append((index, prev, leaf))
+                else:
+                    recent.append((index, prev, leaf))
+            else:
+                after.append((index, prev, leaf))
+                if len(after) >= WINDOW:
+                    self._classify()
+                    return
+            last = leaf
+        self.last_leaf = last
+
+    def _classify(self) -> None:
+        if self.break_at is None:
+            return
+        links = [Link(*x) for x in (*self.recent, *self.after)]
+        self.structural = classify(Window(self.break_at - len(self.recent), links),
+                                   self.break_at)
+        self.recent.clear()
+        self.after = []

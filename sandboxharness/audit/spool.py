@@ -83,7 +83,8 @@ class Spool:
             [[p.verdict_bytes.decode(), p.summary] for p in g] for g in groups]}).encode()
         data = _mac(signer, b"request", body).encode() + b"\n" + body
         sfd = self._dir(create=True)
-        assert sfd is not None
+        if sfd is None:
+            raise AuditError(f"{self.where}: the spool directory vanished")
         name = f"{os.getpid()}-{nonce}.req"
         try:
             fd = os.open(f".{name}", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW

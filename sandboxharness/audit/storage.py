@@ -14,7 +14,6 @@ import json
 import os
 import stat
 from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -166,14 +165,13 @@ def flock(fd: int, operation: int, where: object) -> bool:
     return True
 
 
-def open_input(path: Path, *, what: str, missing_ok: bool = False) -> int | None:
-    """Open a log file for reading without following a symlink; bad input -> InputError."""
+def open_optional(path: Path, *, what: str) -> int | None:
+    """Open a log file for reading without following a symlink; None when it does not
+    exist; other bad input -> InputError."""
     try:
         fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
     except FileNotFoundError:
-        if missing_ok:
-            return None
-        raise InputError(f"{what} not found", where=str(path)) from None
+        return None
     except PermissionError:
         raise InputError(f"{what} is not readable (permission denied)", where=str(path)) from None
     except OSError as exc:
@@ -181,9 +179,16 @@ def open_input(path: Path, *, what: str, missing_ok: bool = False) -> int | None
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
-        kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
-        raise InputError(f"{what} is {kind}, not a file" if stat.S_ISDIR(mode) else
-                         f"{what} is {kind}", where=str(path))
+        raise InputError(f"{what} is a directory, not a file" if stat.S_ISDIR(mode) else
+                         f"{what} is not a regular file", where=str(path))
+    return fd
+
+
+def open_input(path: Path, *, what: str) -> int:
+    """Like :func:`open_optional`; a missing file is an InputError."""
+    fd = open_optional(path, what=what)
+    if fd is None:
+        raise InputError(f"{what} not found", where=str(path))
     return fd
 
 
@@ -197,21 +202,6 @@ def iter_chunks(fd: int, end: int, where: object, chunk: int = 4 << 20,
             return  # the file shrank under us: stop where it ends
         pos += len(data)
         yield data
-
-
-@contextmanager
-def shared_lock(path: Path) -> Iterator[int | None]:
-    """A shared ``flock`` on the log file itself (what writers lock exclusively); yields
-    its fd, or None when there is no log file."""
-    fd = open_input(path, what="audit log", missing_ok=True)
-    if fd is None:
-        yield None
-        return
-    try:
-        flock(fd, fcntl.LOCK_SH, path)
-        yield fd
-    finally:
-        os.close(fd)  # closing releases the lock
 
 
 def read_bytes(path: Path, cap: int, *, what: str) -> bytes:

@@ -21,8 +21,8 @@ from . import storage
 from .analysis import order
 from .checkpoint import SignedCheckpoint, parse_signed_checkpoint
 from .content import check_records
-from .cpscan import in_order, ordered, read_checkpoints
-from .interface import DEFAULT_LIMITS, AuditLimits, Finding, FormatError, VerificationResult
+from .cpscan import Checkpoints, in_order, ordered, read_checkpoints
+from .interface import DEFAULT_LIMITS, AuditLimits, FormatError, VerificationResult
 from .keys import PublicKey
 from .note import SignatureMismatch, verified_keys
 from .roots import Anchors, root_findings, summarize, tail_findings
@@ -66,6 +66,14 @@ def run(log_chunks: Iterable[bytes], cp_chunks: Iterable[bytes] | None,
             return lambda: p.result(ticket)  # type: ignore[attr-defined]
 
     cps = read_checkpoints(cp_chunks or (), keys, limits, sub_cp)  # type: ignore[arg-type]
+    try:
+        return _judge(cps, log_chunks, cp_chunks is None, anchors, limits, sub_rec)
+    finally:
+        cps.rows.close()
+
+
+def _judge(cps: Checkpoints, log_chunks: Iterable[bytes], cp_missing: bool, anchors: Anchors,
+           limits: AuditLimits, sub_rec: object) -> VerificationResult:
     origin, findings = anchors.choose_origin(cps)
     oid = cps.origins.index(origin) if origin in cps.origins else -1
     committed, anomalies, rollbacks = ordered(cps, oid)
@@ -79,7 +87,7 @@ def run(log_chunks: Iterable[bytes], cp_chunks: Iterable[bytes] | None,
     if scan.structural is not None:
         findings.append(scan.structural)
     findings += root_findings(scan, anomalies, anchors, committed, findings)
-    findings += tail_findings(scan, committed, cp_chunks is None, limits)
+    findings += tail_findings(scan, committed, cp_missing, limits)
     return summarize(scan, cps, oid, origin, committed, order(findings), anchors)
 
 
@@ -128,12 +136,11 @@ def get_verification_result(log_path: Path, public_keys: Sequence[PublicKey],
         raise InputError("at least one trusted public key is required")
     trusted = [load_trusted_checkpoint(t, public_keys, limits) for t in trusted_checkpoints]
     fd = storage.open_input(log_path, what="audit log")
-    assert fd is not None
     cp_path = log_path.with_name(log_path.name + ".checkpoints")
     cp_fd = None
     try:
         storage.flock(fd, fcntl.LOCK_SH, log_path)  # writers hold it exclusively to commit
-        cp_fd = storage.open_input(cp_path, what="checkpoints file", missing_ok=True)
+        cp_fd = storage.open_optional(cp_path, what="checkpoints file")
         sizes = [os.fstat(f).st_size for f in (fd, cp_fd) if f is not None]
         if sizes[0] > limits.max_log_bytes or (cp_fd is not None and
                                                sizes[1] > limits.max_checkpoints_bytes):

@@ -66,7 +66,6 @@ class Cosigner:
         return f"{name}+{cosigner_key_hash(name, self.raw).hex()}"
 
     def vkey(self) -> str:
-        assert self.name is not None
         return (f"{self.key_id()}+"
                 f"{base64.b64encode(bytes([ALG_COSIGNATURE]) + self.raw).decode()}")
 
@@ -194,8 +193,6 @@ def add_checkpoint(state_dir: Path, body: bytes, log_keys: Sequence[PublicKey],
     except (FormatError, SignatureMismatch) as exc:
         raise WitnessRefused(f"not a valid signed checkpoint: {exc}") from None
     cp = sc.checkpoint
-    if old_size > cp.size:
-        raise WitnessRefused(f"old size {old_size} is larger than the checkpoint's {cp.size}")
     d = open_state_dir(state_dir)
     try:
         storage.flock(d.fd, fcntl.LOCK_EX, state_dir)
@@ -207,6 +204,9 @@ def add_checkpoint(state_dir: Path, body: bytes, log_keys: Sequence[PublicKey],
         if cp.size < have:
             raise WitnessRefused(f"rollback: {cp.origin} offers size {cp.size}, but this "
                                  f"witness already cosigned size {have}")
+        if old_size > cp.size:
+            raise WitnessRefused(f"old size {old_size} is larger than the checkpoint's "
+                                 f"{cp.size}")
         if old_size != have:
             raise WitnessRefused(f"conflict: the request extends size {old_size}, this witness "
                                  f"last cosigned size {have}")

@@ -44,7 +44,7 @@ def iter_leaves(fd: int, where: object, limit: int | None = None) -> Iterator[by
 
 
 def checkpoint_entries(path: Path, limits: AuditLimits) -> Iterator[tuple[int, str | None]]:
-    fd = storage.open_input(path, what="checkpoints file", missing_ok=True)
+    fd = storage.open_optional(path, what="checkpoints file")
     if fd is None:
         return
     try:
@@ -84,7 +84,6 @@ def witness_log(log_path: Path, log_keys: Sequence[PublicKey], witness: Signer,
         raise InputError("the witness key is the log's own key: a witness must be "
                          "independent of the log", where=str(log_path))
     fd = storage.open_input(log_path, what="audit log")
-    assert fd is not None
     try:
         storage.flock(fd, fcntl.LOCK_SH, log_path)
         sc = newest_checkpoint(log_path, log_keys, limits)
@@ -141,18 +140,18 @@ def collect_witnessed(log_path: Path, state_dir: Path | None, log_keys: Sequence
             raise InputError("witness state directory not found", where=str(state_dir))
         for name in sorted(os.listdir(state_dir))[:10_000]:
             if name.endswith(".cosigned"):
-                text = storage.read_text_file(state_dir / name, limits.max_note_bytes,
-                                              what="witness state")
-                sources.append((f"witness state {name}", text, True))
-    for label, text, own in sources:
+                state = storage.read_text_file(state_dir / name, limits.max_note_bytes,
+                                               what="witness state")
+                sources.append((f"witness state {name}", state, True))
+    for source, note, own in sources:
         try:
-            sc = parse_signed_checkpoint(text or "", limits)
+            sc = parse_signed_checkpoint(note or "", limits)
             signed = verified_keys(sc.note, log_keys)
             cosigned = cosignatures(sc.note, witnesses)
         except (FormatError, SignatureMismatch) as exc:
-            findings.append(Finding(TamperKind.BAD_SIGNATURE, None, f"{label}: {exc}"))
+            findings.append(Finding(TamperKind.BAD_SIGNATURE, None, f"{source}: {exc}"))
             continue
         if signed and cosigned:
-            anchors.append((f"{label} for size {sc.checkpoint.size}", sc, own,
+            anchors.append((f"{source} for size {sc.checkpoint.size}", sc, own,
                             tuple(k for k, _ in cosigned)))
     return anchors, findings

@@ -6,31 +6,25 @@ Every error is one line on stderr, never a traceback."""
 from __future__ import annotations
 
 import json
-import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..errors import HarnessError, InputError
+from ..errors import InputError
+from .audit_common import _clean, _cli, _line, _out
 
 if TYPE_CHECKING:
-    from ..audit import PublicKey
+    from ..audit import PublicKey, VerificationResult
 
 audit_app = typer.Typer(no_args_is_help=True, add_completion=False,
                         help="Verify, inspect, prove and export the signed audit log.")
 keys_app = typer.Typer(no_args_is_help=True, add_completion=False,
                        help="Ed25519 keys for audit checkpoints and attestations.")
-
-_out = Console(highlight=False, soft_wrap=True)
-_err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 LogArg = Annotated[Path, typer.Argument(help="The audit log (JSON lines).")]
 KeysOpt = Annotated[list[Path], typer.Option(
@@ -45,31 +39,6 @@ class Decision(StrEnum):
 class ExportFormat(StrEnum):
     jsonl = "jsonl"
     csv = "csv"
-
-
-def _clean(value: object, limit: int = 200) -> str:
-    """Untrusted text for a terminal: no control characters (ANSI escapes), bounded."""
-    text = "".join(c if c.isprintable() else "\N{REPLACEMENT CHARACTER}" for c in str(value))
-    return text if len(text) <= limit else text[: limit - 1] + "\N{HORIZONTAL ELLIPSIS}"
-
-
-def _line(text: str, *, err: bool = False) -> None:
-    (_err if err else _out).print(text, markup=False, highlight=False)
-
-
-@contextmanager
-def _cli() -> Iterator[None]:
-    """Harness errors -> one line + their exit code; warnings -> one line each."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            yield
-        except HarnessError as exc:
-            _line(f"error: {_clean(exc, 2000)}", err=True)
-            raise typer.Exit(exc.exit_code) from None
-        finally:
-            for w in caught:
-                _line(f"warning: {_clean(w.message, 2000)}", err=True)
 
 
 def _keys(paths: list[Path]) -> list[PublicKey]:
@@ -88,14 +57,28 @@ def verify_cmd(
     save_checkpoint: Annotated[Path | None, typer.Option(
         help="After a successful check, write the newest signed checkpoint here.")] = None,
     strict: Annotated[bool, typer.Option(help="Treat a torn tail (crash) as a failure.")] = False,
+    allow_unsigned_tail: Annotated[bool, typer.Option(
+        help="Accept complete records after the newest signed checkpoint (an interrupted "
+             "append) as a torn tail instead of failing.")] = False,
+    witness_key: Annotated[list[Path] | None, typer.Option(
+        help="Require a cosignature by this witness (its public key) on a checkpoint that "
+             "covers the log; catches truncation and rollback. Repeatable.")] = None,
+    witness_state: Annotated[Path | None, typer.Option(
+        help="The witness's state directory (`audit witness --state`): its newest cosigned "
+             "checkpoint counts too, even if LOG.witness was cut.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable result.")] = False,
 ) -> None:
     """Recompute the Merkle tree and check every signature, link and checkpoint."""
-    from ..audit import get_verification_result
+    from ..audit import get_verification_result, read_witness_keys
 
     with _cli():
-        result = get_verification_result(log, _keys(public_key), trusted_checkpoint or [])
-        failed = not result.ok or (strict and result.torn_tail is not None)
+        if witness_state is not None and not witness_key:
+            raise InputError("--witness-state needs --witness-key")
+        result = get_verification_result(
+            log, _keys(public_key), trusted_checkpoint or [],
+            witness_keys=read_witness_keys(witness_key or []), witness_state=witness_state)
+        unsigned = result.unsigned_tail and not allow_unsigned_tail
+        failed = not result.ok or unsigned or (strict and result.torn_tail is not None)
         if json_out:
             _line(json.dumps({
                 "status": result.status, "size": result.size, "origin": result.origin,
@@ -104,16 +87,18 @@ def verify_cmd(
                               "record_last": f.record_last, "message": f.message}
                              for f in result.findings],
                 "torn_tail": result.torn_tail.line() if result.torn_tail else None,
+                "unsigned_tail": result.unsigned_tail, "witnessed": list(result.witnessed),
                 "warnings": list(result.warnings)}, indent=2))
         else:
-            _line(_clean(result.summary(), 2000))
+            _line(_clean(_unsigned_line(result) if unsigned and result.ok else result.summary(),
+                         2000))
             for f in result.findings[1:11]:
                 _line(f"  also: {_clean(f.line(), 2000)}")
             if len(result.findings) > 11:
                 _line(f"  ... and {len(result.findings) - 11} more findings")
             for w in result.warnings:
                 _line(f"warning: {_clean(w, 2000)}", err=True)
-            if result.torn_tail:
+            if result.torn_tail and not unsigned:
                 _line(f"warning: {result.torn_tail.line()}", err=True)
         if save_checkpoint is not None and not failed and result.checkpoint_text:
             try:
@@ -122,6 +107,15 @@ def verify_cmd(
                 raise InputError(f"cannot write: {exc.strerror}",
                                  where=str(save_checkpoint)) from None
     raise typer.Exit(1 if failed else 0)
+
+
+def _unsigned_line(result: VerificationResult) -> str:
+    count = result.torn_tail.unsigned_records if result.torn_tail else 0
+    first, last = result.size, result.size + count - 1
+    where = f"record {first}" if first == last else f"records {first}-{last}"
+    return (f"UNSIGNED: {where} come after the newest signed checkpoint (size {result.size}) "
+            "and carry no signature - an interrupted append, or records written without the "
+            "key; the signed part verifies (--allow-unsigned-tail accepts them as a torn tail)")
 
 
 @audit_app.command("show")
@@ -274,3 +268,6 @@ def generate_cmd(
         _line(f"private key: {files.private}  (keep secret; or set SANDBOXHARNESS_SIGNING_KEY)")
         _line(f"public key:  {files.public}  (give to verifiers)")
         _line(f"public PEM:  {files.public_pem}  (for openssl)")
+
+
+from . import audit_witness_cmd  # noqa: E402,F401 - registers `audit witness` on audit_app
