@@ -10,8 +10,10 @@ from typing import Any
 from ..models import Definition, Policy
 from ..models.verdict import Reason, ReasonCode, Stage
 from . import honesty
+from .compare_modes import resolve
 from .correctness import judge_call
 from .execute import CallResult, RoleRun
+from .state import may_update_inputs
 
 # The worker's times against the span the host saw between each timed call's ``ready`` and
 # ``done`` frames: the median span may exceed twice the median reported time by no more than a
@@ -75,7 +77,9 @@ def judge(definition: Definition, policy: Policy, cand: RoleRun, ref: RoleRun, c
                                   message=f"workload {bench.case.axes}: {why} (worker "
                                   f"{reported * 1e3:.3f} ms in all, host "
                                   f"{sum(spans) * 1e3:.3f} ms over the calls)"))
-        reasons.extend(honesty.timed(language, bench, own))
+        rb_calls = ref_bench[bench.case.id].calls if bench.case.id in ref_bench else []
+        reasons.extend(honesty.timed(language, bench, own, may_update_inputs(
+            definition, resolve(definition, policy.correctness), rb_calls)))
         for idx, fname in bench.sampled.items():
             ref_call = ref_calls.get((bench.case.id, idx))
             if ref_call is None or ref_call.error is not None:

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from sandboxharness.models import Definition
-from sandboxharness.models.policy import CorrectnessRules
+from sandboxharness.models.policy import CorrectnessRules, Tolerance
 from sandboxharness.models.verdict import ReasonCode
 from sandboxharness.stages.compare import compare, compare_exact
 from sandboxharness.stages.compare_modes import compare_set, resolve, score_input
@@ -142,3 +142,47 @@ def test_declared_in_place_input_may_hold_its_outputs_value() -> None:
     bad, _ = _check(ROPE, {"q": q, "pos": pos}, {"q": torch.zeros_like(q), "pos": pos},
                     {"q": q, "pos": pos}, {"q_out": q_out})
     assert bad is not None and bad.code == ReasonCode.INPUT_MUTATED
+
+
+def _indexer_inputs() -> dict[str, torch.Tensor]:
+    import importlib.util
+
+    from tests.conftest import REPO
+
+    spec = importlib.util.spec_from_file_location(
+        "fib_make_blobs", REPO / "kernels" / "fib_families" / "make_blobs.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    blob = mod.dsa_indexer([2100, 1500], 34, 40, 51)
+    g = torch.Generator().manual_seed(3)
+    return {**blob, "q_index_fp8": torch.randn(2, 64, 128, generator=g).to(torch.float8_e4m3fn),
+            "weights": torch.randn(2, 64, generator=g)}
+
+
+def test_a_recomputed_near_tie_at_the_kth_score_is_accepted_like_fib() -> None:
+    """FIB's DSA indexer evaluator judges the scores at the returned indices: a kernel that
+    accumulates in another order may pick the next token at the boundary."""
+    from sandboxharness.stages.topk_scores import derived_scores
+
+    indexer = _definition("dsa_topk_indexer_fp8_t", "dsa_paged", {}, {
+        "topk_indices": {"shape": ["b", "k"], "dtype": "int32"}})
+    scores = derived_scores(indexer, _indexer_inputs())
+    assert scores is not None and scores.shape == (2, 40 * 64)
+    order = scores[0].argsort(descending=True)
+    ref = torch.full((2, 2048), -1, dtype=torch.int32)
+    ref[0] = order[:2048].to(torch.int32)
+    reach1 = int(torch.isfinite(scores[1]).sum())
+    assert reach1 == 1500
+    ref[1, :reach1] = scores[1].argsort(descending=True)[:reach1].to(torch.int32)
+    tol = Tolerance(atol=1e-2, rtol=1e-2)
+    near = ref.clone()
+    near[0, -1] = order[2048]  # the first token left out instead of the last one taken
+    assert compare_set("topk_indices", near, ref, None).code is not None  # as a bare set: no
+    assert compare_set("topk_indices", near, ref, scores, tol).code is None
+    far = ref.clone()
+    far[0, 0] = order[2099]  # the lowest-scoring reachable token instead of the best
+    assert compare_set("topk_indices", far, ref, scores, tol).code is not None
+    unreachable = ref.clone()
+    unreachable[1, 0] = int((~torch.isfinite(scores[1])).nonzero()[0])
+    assert compare_set("topk_indices", unreachable, ref, scores, tol).code is not None
