@@ -160,7 +160,7 @@ def build_cases(definition: Definition, workloads: list[WorkloadTrace], policy: 
                    False, dict(w.workload.inputs), seed) for i, w in enumerate(chosen)]
     for w in chosen:
         env = cons.env_of(definition, dict(w.workload.axes))
-        bad = [c.text for c in constraints if not _holds(c, env)]
+        bad = [c.text for c in constraints if not _holds(c, env, w.workload.uuid, definition)]
         if bad:
             notes.append(f"workload {w.workload.uuid} violates constraint {bad[0]!r}")
     template = chosen[0].workload
@@ -184,8 +184,11 @@ def build_cases(definition: Definition, workloads: list[WorkloadTrace], policy: 
     return CasePlan(cases, notes)
 
 
-def _holds(c: cons.Constraint, env: dict[str, int]) -> bool:
+def _holds(c: cons.Constraint, env: dict[str, int], uuid: str, definition: Definition) -> bool:
     try:
         return cons.holds(c, env)
-    except (cons.ConstraintError, KeyError):
+    except KeyError:
         return False
+    except cons.ConstraintError as exc:  # on the workload's own sizes: the input is at fault
+        raise InputError(f"workload {uuid}: constraint {c.text[:120]!r} cannot be evaluated: "
+                         f"{exc}", where=definition.name) from None

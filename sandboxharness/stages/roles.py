@@ -217,8 +217,8 @@ def infer(definition: Definition, rules: CorrectnessRules,
         out[name] = _bound(definition, name, role, ends)
     for name, got in out.items():
         if got.name in STRONG and got.bound is None:
-            raise InputError(f"input {name!r} is a {got.name} (by its {got.source} role) but "
-                             "what it indexes or adds up to is unknown; name it: policy "
+            raise InputError(f"input {name!r} has role {got.name!r} ({got.source}) but what "
+                             "it indexes or adds up to is unknown; name it: policy "
                              f"correctness.input_roles {{{name!r}: '{got.name}:<axis expr>'}}",
                              where=definition.name)
     _couple_queries(definition, out)
