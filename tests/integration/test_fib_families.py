@@ -107,11 +107,12 @@ def _trials(v: Verdict) -> list[dict[str, Any]]:
 def test_family(name: str, variant: str, dataset: Path, tmp_path: Path) -> None:
     v = _evaluate(name, variant, dataset, tmp_path)
     codes = {r.code.value for r in v.reasons}
+    said = [f"{r.code.value} ({r.stage.value}): {r.message}" for r in v.reasons]
     if variant in ("wrong", "needs_repeats"):
         want = BY_NAME[name][variant]["expect"]
-        assert v.decision == "reject" and codes == {want}, (BY_NAME[name][variant]["why"], v.reasons)
+        assert v.decision == "reject" and codes == {want}, (BY_NAME[name][variant]["why"], said)
         return
-    assert v.decision == "promote", v.reasons
+    assert v.decision == "promote", said
     corr = v.stage("correctness")
     assert corr is not None and corr.details["cases"] and all(
         t["status"] == "PASSED" for t in _trials(v))

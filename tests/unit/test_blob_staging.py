@@ -49,7 +49,8 @@ def test_a_world_readable_blob_is_hard_linked(tmp_path: Path) -> None:
 
 
 def _hf_snapshot(tmp_path: Path) -> Path:
-    """``datasets--org--name/{blobs/<sha>, snapshots/<rev>/blob/x.safetensors -> ../../../blobs/<sha>}``."""
+    """``datasets--org--fib/blobs/<sha>`` and ``snapshots/rev1/blob/x.safetensors`` linking to
+    ``../../../blobs/<sha>``, as huggingface_hub lays out a download."""
     repo = tmp_path / "hub" / "datasets--org--fib"
     (repo / "blobs").mkdir(parents=True)
     save_file({"x": torch.arange(4)}, str(repo / "blobs" / "abc123"))
