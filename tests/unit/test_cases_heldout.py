@@ -272,3 +272,50 @@ def test_an_fp16_fast_path_that_overflows_past_unit_scale_is_caught() -> None:
     assert all(_verdicts("rmsnorm_h128", _rms_ref, _rms_fp16_fast_path, "zero_rows"))
     caught = _verdicts("rmsnorm_h128", _rms_ref, _rms_fp16_fast_path, "scaled_up")
     assert caught and not any(caught)
+
+
+def _evaluate(definition: Path, workloads: Path, code: str, write_solution: Any,
+              **correctness: Any) -> Any:
+    from sandboxharness.intake import load_solution
+    from sandboxharness.pipeline import Harness
+
+    d = load_definition(definition)
+    sol = load_solution(write_solution(code, dps=False, language="python", definition=d.name))
+    return Harness(fast_policy(correctness=correctness)).evaluate(
+        d, sol, load_workloads(workloads), seed=7)
+
+
+def test_fp16_fast_path_is_rejected_in_the_sandbox_naming_the_distribution(
+        write_solution: Any) -> None:
+    """Attack (issue 16 class 7, through real worker processes): an fp16 fast path for a
+    bf16 rmsnorm, right on unit-scale randn, wrong once inputs go past |x| ~ 256 (KernelBench
+    v0.1: https://scalingintelligence.stanford.edu/blogs/kernelbenchv01/)."""
+    code = ("import torch\n\ndef run(hidden_states, weight):\n    x = hidden_states.half()\n"
+            "    y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * weight.half()\n"
+            "    return y.to(hidden_states.dtype)\n")
+    v = _evaluate(KERNELS / "definitions" / "rmsnorm_h128.json",
+                  KERNELS / "workloads" / "rmsnorm_h128.jsonl", code, write_solution,
+                  distributions=["plain", "scaled_up"])
+    assert v.decision == "reject"
+    assert {r.code.value for r in v.reasons} == {"INCORRECT_NUMERICAL"}
+    assert "dist=scaled_up" in v.reasons[0].message
+    trials = [t for c in v.stage("correctness").details["cases"] for t in c["trials"]]
+    assert any(t["status"] == "PASSED" for t in trials)  # plain trials pass: only the dist
+
+
+def test_a_kernel_specialised_to_the_shipped_heldout_sizes_is_rejected(
+        tiny_def_path: Path, tiny_wl_path: Path, write_solution: Any) -> None:
+    """Attack (issue 16 class 9): right only on the workload file's sizes and the held-out
+    sizes readable from the shipped policy, wrong elsewhere (CUDA-L1 exploiting the evaluated
+    problem sizes: https://arxiv.org/abs/2507.14111). Secret sizes drawn from the evaluation's
+    seed catch it; with them switched off it would be promoted."""
+    code = ("import torch\nKNOWN = {4, 16, 1, 3, 37}\n\ndef run(x, w):\n"
+            "    if x.shape[0] not in KNOWN:\n        return torch.zeros_like(x)\n"
+            "    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w\n")
+    caught = _evaluate(tiny_def_path, tiny_wl_path, code, write_solution,
+                       heldout_values=[1, 3, 37], heldout_count=1)
+    assert {r.code.value for r in caught.reasons} == {"INCORRECT_NUMERICAL"}
+    assert caught.reasons[0].message.startswith("held-out size")
+    missed = _evaluate(tiny_def_path, tiny_wl_path, code, write_solution,
+                       heldout_values=[1, 3, 37], heldout_count=0)
+    assert missed.decision == "promote", missed.reasons
