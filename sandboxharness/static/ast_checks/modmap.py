@@ -27,7 +27,7 @@ MODULE_NAMES = frozenset(sys.stdlib_module_names) | {
 # Only the continuation (``x.select.y``) is mapped for them, never the bare attribute.
 _ALSO_FUNCTIONS = frozenset({"select", "trace", "copy", "array", "math", "random", "string",
                              "types", "signal", "code", "stat", "time", "operator", "queue",
-                             "profile", "numpy", "logging", "io", "zipfile"})
+                             "profile", "numpy", "logging", "io", "zipfile", "platform"})
 
 
 @functools.lru_cache(maxsize=1024)
