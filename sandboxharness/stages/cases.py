@@ -89,7 +89,7 @@ def _payload(definition: Definition, axes: dict[str, int], inputs: dict[str, Any
             "spec": src.model_dump(mode="json") if src is not None else None,
             "role": role, "params": (params or {}).get(name, {})}
         if not act and isinstance(src, RandomInput) and shape is not None and role == "data" \
-                and DTYPES[spec.dtype].is_floating_point:
+                and spec.dtype in ("float16", "bfloat16", "float32", "float64"):
             item["act"] = act = True  # the activation: held-out distributions act on it
         ins.append(item)
     outs = [{"name": n, "dtype": s.dtype, "shape": list(definition.resolve_shape(s, axes) or ())}

@@ -161,9 +161,9 @@ class Drawer:
             first = first or why or "already covered"
         return None, first
 
-    def secret(self, rng: random.Random, first: bool) -> dict[str, int] | None:
+    def secret(self, rng: random.Random, first: bool) -> tuple[dict[str, int] | None, str]:
         free = {a: self._pick(rng, a, 0.5 if first else 0.15) for a in self.values}
-        return self.finish(free, rng)[0]
+        return self.finish(free, rng)
 
 
 def draw(definition: Definition, workloads: list[WorkloadTrace], rules: CorrectnessRules,
@@ -203,14 +203,14 @@ def draw(definition: Definition, workloads: list[WorkloadTrace], rules: Correctn
     if seed is None:
         return out, notes
     for k in range(rules.heldout_count):
+        why = ""
         for attempt in range(ATTEMPTS):
             # the secret is the evaluation's seed (hashed per draw); the PRNG only spreads it
             rng = random.Random(seeder(seed, "heldout", k, attempt))  # noqa: S311
-            axes = drawer.secret(rng, first=k == 0)
+            axes, why = drawer.secret(rng, first=k == 0)
             if axes is not None and accept(f"s{k}", axes):
                 break
         else:
-            notes.append(f"secret held-out size {k + 1} of {rules.heldout_count}: no size "
-                         f"satisfying the definition's constraints and input roles in "
-                         f"{ATTEMPTS} draws")
+            notes.append(f"secret held-out size {k + 1} of {rules.heldout_count}: none valid "
+                         f"in {ATTEMPTS} draws (last: {why or 'already covered'})")
     return out, notes

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..models import Definition
 from .constraints import ConstraintError, env_of, evaluate
-from .roles import Role
+from .roles import STRONG, Role
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,12 @@ def resolve(definition: Definition, roles: dict[str, Role], axes: dict[str, int]
         if name not in generated:
             continue
         role, spec = roles[name], definition.inputs[name]
+        if role.name in STRONG and role.bound is None:
+            problems.append(Problem(name, f"has role {role.name!r} ({role.source}) but what it "
+                                    "indexes or adds up to is unknown; name it: policy "
+                                    f"correctness.input_roles {{{name!r}: "
+                                    f"'{role.name}:<axis expression>'}}", True))
+            continue
         shape = definition.resolve_shape(spec, axes) or ()
         numel = math.prod(shape) if spec.shape is not None else 1
         try:

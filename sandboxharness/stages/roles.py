@@ -202,7 +202,8 @@ def _bound(definition: Definition, name: str, role: str, ends: dict[str, ast.exp
 
 def infer(definition: Definition, rules: CorrectnessRules,
           constraints: list[Constraint]) -> dict[str, Role]:
-    """Every input's role; a strong role whose bound cannot be found is bad input."""
+    """Every input's role (a strong role whose bound is unknown is a problem only where the
+    input has to be generated: ``inputplan.resolve``)."""
     ends = {c.ends[0]: c.ends[1] for c in constraints if c.ends}
     explicit = _explicit(definition, rules)
     out: dict[str, Role] = {}
@@ -215,12 +216,6 @@ def infer(definition: Definition, rules: CorrectnessRules,
         role = "const" if spec.shape is None and name in definition.axes else _by_table(name,
                                                                                         spec)
         out[name] = _bound(definition, name, role, ends)
-    for name, got in out.items():
-        if got.name in STRONG and got.bound is None:
-            raise InputError(f"input {name!r} has role {got.name!r} ({got.source}) but what "
-                             "it indexes or adds up to is unknown; name it: policy "
-                             f"correctness.input_roles {{{name!r}: '{got.name}:<axis expr>'}}",
-                             where=definition.name)
     _couple_queries(definition, out)
     return out
 

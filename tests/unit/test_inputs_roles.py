@@ -261,8 +261,16 @@ def test_an_input_that_cannot_be_made_valid_is_bad_input_before_anything_runs() 
     d = _definition("ragged_t", {"n": None, "total": None, "len": None},
                     {"vals": _t(["n"], "float32"), "seg_indptr": _t(["len"], "int32")})
     wls = _workloads(d, {"n": 3, "total": 7, "len": 4})
-    with pytest.raises(InputError, match="'seg_indptr' has role 'indptr'"):
+    with pytest.raises(InputError, match="'seg_indptr' cannot be made valid: has role 'indptr'"):
         build_cases(d, wls, fast_policy())
+    # from a blob it needs no recipe: the file's cases run, held-out sizes are skipped, noted
+    blob = WorkloadTrace.model_validate({"definition": d.name, "workload": {
+        "uuid": "b", "axes": {"n": 3, "total": 7, "len": 4}, "inputs": {
+            "vals": {"type": "random"},
+            "seg_indptr": {"type": "safetensors", "path": "x.st", "tensor_key": "p"}}}})
+    plan = build_cases(d, [blob], fast_policy(), seed=1)
+    assert [c.id for c in plan] == ["w0"]
+    assert any("'seg_indptr'" in n and "skipped" in n for n in plan.notes), plan.notes
     # the policy can name what it adds up to, and so can the definition itself
     plan = build_cases(d, wls, fast_policy(correctness={"input_roles": {
         "seg_*": "indptr:total"}}))
