@@ -126,11 +126,10 @@ class Writer:
             head, evidence = self._head(d, fd, cps_fd, signer, cfg)
             if cfg.origin is not None and head.origin not in (None, cfg.origin):
                 raise AuditError(f"{self.path}: log origin is {head.origin}, not {cfg.origin}")
+            self._repair(d, fd, cps_fd, head, evidence, cfg.limits)
             if head.origin is None:  # a new log: its state exists before its first record
                 head = empty_head(cfg.origin or ORIGIN_PREFIX + secrets.token_hex(8))
                 d.write_new(self.names[".state"], encode_state(head), sync=True)
-                evidence = True
-            self._repair(d, fd, cps_fd, head, evidence, cfg.limits)
             others = spool.collect(signer, cfg.limits.max_batch - sum(map(len, groups)))
             batches = groups + [g for r in others for g in r.groups]
             results = self._write(d, fd, cps_fd, head, batches, signer, cfg,
