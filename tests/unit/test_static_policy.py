@@ -145,3 +145,15 @@ def test_unparsable_python_fails_closed(tmp_path: Path) -> None:
     """A file this interpreter cannot parse may still run on the worker's: block it."""
     rules = check({"k.py": "type X = int\nimport socket\n"}, DENY, tmp=tmp_path)
     assert {r[0] for r in rules} == {"policy.unparsable-source"}
+
+
+@pytest.mark.parametrize("module", ["_thread", "_posixsubprocess", "_ctypes", "posix",
+                                    "_signal", "_weakref", "_pickle", "_socket", "fcntl"])
+def test_default_policy_denies_the_c_twins_of_denied_modules(module: str, tmp_path: Path) -> None:
+    """Attack: import the C module under a denied one (``_thread`` for threading, ``posix`` for
+    os' process calls, ``_posixsubprocess``, ``_ctypes``...) to get its powers under a name the
+    deny list does not hold. Source: KernelBench static checker (banned-module aliases)."""
+    from sandboxharness.api import default_policy
+
+    got = check({"k.py": f"import {module}\n"}, default_policy(), tmp=tmp_path)
+    assert ("policy.import-denied", "k.py", 1) in got
