@@ -86,6 +86,72 @@ def test_torn_tail_warns_and_strict_fails(setup: dict[str, Path]) -> None:
     assert code == 1
 
 
+def _unsigned_record(log: Path) -> bytes:
+    """The next record, well-formed and chained, but never signed (an interrupted append)."""
+    from datetime import UTC, datetime
+
+    from sandboxharness.audit._samples import sample_verdict
+    from sandboxharness.audit.merkle import hash_leaf
+    from sandboxharness.audit.records import assemble, prepare
+
+    lines = log.read_bytes().splitlines()
+    return assemble(prepare(sample_verdict(50)), index=len(lines),
+                    prev_leaf=hash_leaf(lines[-1]), recorded_at=datetime.now(UTC)) + b"\n"
+
+
+def test_unsigned_records_fail_unless_allowed(setup: dict[str, Path]) -> None:
+    """Records that outrun the checkpoints (an interrupted append, or records written
+    without the key) fail `audit verify` unless --allow-unsigned-tail (issue 10)."""
+    with setup["log"].open("ab") as fh:
+        fh.write(_unsigned_record(setup["log"]))
+    code, out, _ = cli("audit", "verify", setup["log"], "--public-key", setup["pub"])
+    assert code == 1 and out.startswith("UNSIGNED: record 5 come after the newest signed")
+    code, out, err = cli("audit", "verify", setup["log"], "--public-key", setup["pub"],
+                         "--allow-unsigned-tail")
+    assert code == 0 and out.startswith("OK: 5 record(s)") and "torn tail" in err
+    code, out, _ = cli("audit", "verify", setup["log"], "--public-key", setup["pub"], "--json")
+    assert code == 1 and json.loads(out)["unsigned_tail"] is True
+
+
+def test_witness_command_and_verify_with_witness_key(setup: dict[str, Path]) -> None:
+    """`audit witness` cosigns (exit 0), `verify --witness-key` then passes; after the
+    newest records and their checkpoints are cut, verify fails (exit 1) and the witness
+    refuses the rolled-back log (exit 1, one line)."""
+    d = setup["dir"]
+    code, _, _ = cli("keys", "generate", "--out", d / "wkeys", "--name", "witness-w1")
+    assert code == 0
+    state, wkey, wpub = d / "wstate", d / "wkeys" / "witness-w1.key", d / "wkeys" / "witness-w1.pub"
+    witness = ("audit", "witness", "--log", setup["log"], "--public-key", setup["pub"],
+               "--witness-key", wkey, "--state", state)
+    code, out, _ = cli(*witness)
+    assert code == 0 and out.startswith("OK: cosigned size 5 of sandboxharness.dev/audit/")
+    verify = ("audit", "verify", setup["log"], "--public-key", setup["pub"],
+              "--witness-key", wpub)
+    code, out, _ = cli(*verify)
+    assert code == 0 and "witnessed by witness-w1+" in out
+    lines = setup["log"].read_bytes().splitlines(keepends=True)
+    setup["log"].write_bytes(b"".join(lines[:3]))
+    cps = setup["log"].with_name("audit.log.checkpoints")
+    cps.write_text("".join(c + "\n" for c in _checkpoint_texts(cps)[:3]))
+    setup["log"].with_name("audit.log.state").unlink()
+    code, out, _ = cli("audit", "verify", setup["log"], "--public-key", setup["pub"])
+    assert code == 0  # without the witness, a consistent shorter log
+    code, out, _ = cli(*verify, "--witness-state", state)
+    assert code == 1 and out.startswith("TAMPERED: rollback at records 3-4")
+    code, out, err = cli(*witness)
+    assert code == 1 and out == "" and err.startswith("error: rollback:")
+    assert err.count("\n") == 1
+    code, _, err = cli("audit", "verify", setup["log"], "--public-key", setup["pub"],
+                       "--witness-state", state)
+    assert code == 2 and "--witness-key" in err
+
+
+def _checkpoint_texts(cps: Path) -> list[str]:
+    from sandboxharness.audit.checkpoint import split_sidecar
+
+    return [e.text for e in split_sidecar(cps.read_bytes()).entries if e.text]
+
+
 @pytest.mark.parametrize("case", ["missing-log", "private-as-public", "garbage-key",
                                   "bad-trusted", "missing-key-file", "log-is-dir"])
 def test_bad_input_exit_2_one_line(setup: dict[str, Path], case: str) -> None:
