@@ -91,7 +91,8 @@ def test_truncation_against_trusted_checkpoint(audited: dict[str, Path], tmp_pat
     lines = log.read_text().splitlines(keepends=True)
     log.write_text(lines[0])
     cps = log.with_name(log.name + ".checkpoints")
-    cps.write_text(cps.read_text().split("\n\n")[0] + "\n\n")
+    body, signature = cps.read_text().split("\n\n")[:2]  # the first entry, signed
+    cps.write_text(f"{body}\n\n{signature}\n\n")
     assert verify(log, audited["pub"], "--trusted-checkpoint", saved).returncode == 1
 
 
@@ -187,7 +188,8 @@ def test_rollback_to_an_earlier_copy_is_detected(audited: dict[str, Path],
     old = copy_log(audited["log"], tmp_path / "old")
     old.write_text(old.read_text().splitlines(keepends=True)[0])
     cps = old.with_name(old.name + ".checkpoints")
-    cps.write_text(cps.read_text().split("\n\n")[0] + "\n\n")
+    body, signature = cps.read_text().split("\n\n")[:2]  # the first entry, signed
+    cps.write_text(f"{body}\n\n{signature}\n\n")
     for side in old.parent.glob(old.name + ".state"):
         side.unlink()
     assert verify(old, audited["pub"]).returncode == 0  # self-consistent on its own...
