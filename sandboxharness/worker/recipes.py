@@ -149,6 +149,10 @@ def make_tensor(item: dict[str, Any], shape: tuple[int, ...], dtype: torch.dtype
         return torch.cat([torch.zeros(1, dtype=torch.int64), seg.cumsum(0)]).to(dtype)
     if role in ("length", "top_k"):
         lo, hi = int(p.get("low", 1)), max(int(p.get("high", 64)), int(p.get("low", 1)))
+        if role == "top_k" and hi > lo:  # log-uniform: small k as often as large
+            u = torch.rand(shape, generator=gen, dtype=torch.float64)
+            k = (math.log(lo) + u * (math.log(hi + 1) - math.log(lo))).exp().floor()
+            return k.clamp_(lo, hi).to(dtype)
         return torch.randint(lo, hi + 1, shape, generator=gen).to(dtype)
     if role in ("offset", "const"):
         return torch.full(shape, int(p.get("value", 0)), dtype=dtype)
@@ -179,7 +183,11 @@ def make_scalar(item: dict[str, Any], gen: torch.Generator) -> int | float | boo
         value: float = float(p.get("value", 0))
     elif role in ("top_k", "length"):
         lo, hi = int(p.get("low", 1)), max(int(p.get("high", 64)), int(p.get("low", 1)))
-        value = lo + min(int(u * (hi - lo + 1)), hi - lo)
+        if role == "top_k":
+            value = min(hi, max(lo, math.floor(math.exp(math.log(lo) + u * (
+                math.log(hi + 1) - math.log(lo))))))
+        else:
+            value = lo + min(int(u * (hi - lo + 1)), hi - lo)
     elif role in ("flag", "mask") or dtype == "bool":
         value = float(u < 0.5)
     elif role == "scale":
