@@ -1,11 +1,20 @@
-"""Audit log benchmark: append throughput, verification time, proof and file sizes.
+"""Audit log benchmark: append throughput, streaming verification, and a kill-and-verify
+fault run. Prints a Markdown report (machine, versions, date, tables).
 
-    .venv/bin/python benchmarks/audit_bench.py [--sizes 1000 10000] [--dir DIR]
+    .venv/bin/python benchmarks/audit_bench.py [--sizes 10000 100000 1000000]
+        [--dir DIR] [--verify-dir DIR] [--rounds 10] [--out FILE]
 
-Every append is a real ``record_verdict`` (one record, one Ed25519-signed checkpoint,
-two fsyncs), every verification a full ``get_verification_result`` (all records parsed
-and checked canonical, every checkpoint signature verified, every root recomputed).
-Prints a table; nothing is asserted.
+What each number means:
+
+* appends/s, ``append``: one verdict per call, durable before the call returns (records
+  and checkpoint fsynced). Concurrent callers - threads of one process, or processes -
+  share commits (group commit), so 8 writers go faster than 1.
+* appends/s, ``append_many``: one writer handing over 64 verdicts per call (one commit).
+* verify: a full ``get_verification_result`` (every record parsed and checked canonical,
+  every checkpoint signature verified, every root recomputed, the chain followed) in a
+  fresh process; peak RSS of that process and of its worker processes.
+* kill-and-verify: writer processes SIGKILLed at random moments, again and again; after
+  each round the log must verify and hold every acknowledged append.
 """
 
 from __future__ import annotations
@@ -14,93 +23,254 @@ import argparse
 import json
 import os
 import platform
+import random
+import signal
+import subprocess
+import sys
 import tempfile
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+import cryptography
+from cryptography.hazmat.backends.openssl.backend import backend as openssl
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from rich.console import Console
-from rich.table import Table
 
-from sandboxharness.audit import (
-    Signer,
-    get_verification_result,
-    prove_consistency,
-    prove_inclusion,
-    record_verdict,
-)
+from sandboxharness.audit import AuditLog, Signer, record_verdict
 from sandboxharness.audit._samples import sample_verdict
+from sandboxharness.audit.commit import Config, Writer
+from sandboxharness.audit.interface import DEFAULT_LIMITS
+from sandboxharness.audit.records import prepare
 
-WINDOW = 100  # appends timed at the start and at the end of each log size
+HERE = Path(__file__).resolve()
+_VERIFY = """
+import json, resource, sys, time
+from pathlib import Path
+from sandboxharness.audit import get_verification_result
+from sandboxharness.audit.keys import parse_public_key
+key = parse_public_key(sys.argv[2], where="key")
+start = time.perf_counter()
+r = get_verification_result(Path(sys.argv[1]), [key])
+took = time.perf_counter() - start
+print(json.dumps({"ok": r.ok, "size": r.size, "checkpoints": r.checkpoints, "s": took,
+    "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+    "workers_rss": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))
+"""
 
 
-def _build(log: Path, n: int, signer: Signer) -> tuple[float, float, list[str]]:
-    """Append n verdicts; appends/s over the first and the last WINDOW appends."""
-    verdicts = [sample_verdict(i) for i in range(n)]
-    marks: dict[int, float] = {}
-    checkpoints = []
-    for i, verdict in enumerate(verdicts):
-        if i in (0, min(WINDOW, n), max(n - WINDOW, 0)):
-            marks[i] = time.perf_counter()
-        checkpoints.append(record_verdict(verdict, log, signer).checkpoint_text)
-    end = time.perf_counter()
-    w = min(WINDOW, n)
-    first = w / (marks[w] - marks[0]) if w in marks and w else 0.0
-    last = w / (end - marks[max(n - WINDOW, 0)])
-    return first, last, checkpoints
+def _fsync_ms(directory: Path) -> float:
+    path = directory / ".fsync-probe"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    times = []
+    try:
+        for _ in range(50):
+            os.write(fd, b"x" * 2000)
+            t = time.perf_counter()
+            os.fsync(fd)
+            times.append(time.perf_counter() - t)
+    finally:
+        os.close(fd)
+        path.unlink()
+    return sorted(times)[len(times) // 2] * 1e3
 
 
-def _slow_append_rate(log: Path, signer: Signer, times: int = 5) -> float:
-    """Appends/s without the head cache (the writer re-hashes the whole log)."""
-    state = log.with_name(log.name + ".state")
+def _single(directory: Path, signer: Signer, n: int) -> float:
+    log, verdicts = directory / "single.log", [sample_verdict(i) for i in range(n)]
     start = time.perf_counter()
-    for i in range(times):
-        state.unlink(missing_ok=True)
-        record_verdict(sample_verdict(10**6 + i), log, signer)
-    return times / (time.perf_counter() - start)
+    for v in verdicts:
+        record_verdict(v, log, signer)
+    return n / (time.perf_counter() - start)
+
+
+def _many(directory: Path, signer: Signer, n: int) -> float:
+    log, verdicts = AuditLog(directory / "many.log"), [sample_verdict(i) for i in range(n)]
+    start = time.perf_counter()
+    log.append_many(verdicts, signer)
+    return n / (time.perf_counter() - start)
+
+
+def _threads(directory: Path, signer: Signer, writers: int, each: int) -> tuple[float, int]:
+    log = directory / "threads.log"
+    record_verdict(sample_verdict(0), log, signer)
+    verdicts = [[sample_verdict(i, name=f"t{t}-{i}") for i in range(each)]
+                for t in range(writers)]
+    threads = [threading.Thread(target=lambda vs=vs: [record_verdict(v, log, signer)
+                                                       for v in vs]) for vs in verdicts]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return writers * each / (time.perf_counter() - start), _commits(log) - 1
+
+
+def _commits(log: Path) -> int:
+    return log.with_name(log.name + ".checkpoints").read_bytes().count(b"\n\n") // 2
+
+
+def _processes(directory: Path, signer: Signer, writers: int, each: int) -> tuple[float, int]:
+    log = directory / "procs.log"
+    record_verdict(sample_verdict(0), log, signer)
+    start_at = time.time() + 2.0  # after every interpreter has started
+    procs = [subprocess.Popen([sys.executable, str(HERE), "_writer", str(log),
+                               signer.to_private_text(), str(w), str(each), str(start_at)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for w in range(writers)]
+    ends = []
+    for p in procs:
+        out, err = p.communicate(timeout=600)
+        if p.returncode:
+            raise SystemExit(f"a writer failed: {err.strip().splitlines()[-1:]}")
+        ends.append(float(out.split()[-1]))
+    return writers * each / (max(ends) - start_at), _commits(log) - 1
+
+
+def _build(log: Path, signer: Signer, n: int, batch: int) -> float:
+    """A log of n records, ``batch`` per commit, through the real writer (the verdicts
+    canonicalised once and reused: building 1M records is not what is measured)."""
+    items = [prepare(sample_verdict(i)) for i in range(256)]
+    writer, cfg = Writer(log), Config(DEFAULT_LIMITS, None, lambda: datetime.now(UTC))
+    start, k = time.perf_counter(), 0
+    while k < n:
+        m = min(batch, n - k)
+        writer.commit([[items[(k + j) % 256] for j in range(m)]], signer, cfg)
+        k += m
+    return time.perf_counter() - start
+
+
+def _verify(log: Path, signer: Signer) -> dict[str, float]:
+    proc = subprocess.run([sys.executable, "-c", _VERIFY, str(log),
+                           signer.public_key.to_vkey()], capture_output=True, text=True,
+                          timeout=1800, check=True)
+    out: dict[str, float] = json.loads(proc.stdout)
+    if not out["ok"]:
+        raise SystemExit(f"benchmark log does not verify: {log}")
+    return out
+
+
+def _kill_rounds(directory: Path, signer: Signer, rounds: int, writers: int) -> dict[str, int]:
+    from sandboxharness.audit import get_verification_result
+    from sandboxharness.audit.view import read_entries
+
+    log, rng = directory / "killed.log", random.Random(20261201)  # noqa: S311 - jitter
+    acked: dict[int, str] = {}
+    torn = kills = 0
+    for r in range(rounds):
+        procs = [subprocess.Popen([sys.executable, str(HERE), "_loop", str(log),
+                                   signer.to_private_text(), f"r{r}w{w}"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                 for w in range(writers)]
+        time.sleep(rng.uniform(1.0, 2.0))
+        for p in procs:
+            p.send_signal(signal.SIGKILL)
+            kills += 1
+        for p in procs:
+            for line in p.communicate(timeout=60)[0].splitlines():
+                index, name = line.split()
+                acked[int(index)] = name
+        result = get_verification_result(log, [signer.public_key])
+        torn += result.torn_tail is not None
+        if not result.ok:
+            raise SystemExit(f"round {r}: {result.summary()}")
+    result = get_verification_result(log, [signer.public_key])
+    names = {e.index: e.field("candidate", "name") for e in read_entries(log)[0] if e.signed}
+    lost = sum(1 for i, name in acked.items() if names.get(i) != name)
+    return {"rounds": rounds, "kills": kills, "acked": len(acked), "lost": lost,
+            "torn": torn, "size": result.size}
+
+
+def _machine(directory: Path, verify_dir: Path) -> list[str]:
+    cpu = next((line.split(":", 1)[1].strip() for line in
+                Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    return [f"- date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+            f"- machine: {cpu}, {os.cpu_count()} CPUs, "
+            f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB, "
+            f"Linux {platform.release()}, load average {os.getloadavg()[0]:.1f} at start",
+            f"- Python {platform.python_version()}, cryptography {cryptography.__version__} "
+            f"({openssl.openssl_version_text()})",
+            f"- appends on {directory} (fsync median {_fsync_ms(directory):.2f} ms); "
+            f"verification logs built on {verify_dir}"]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
-    parser.add_argument("--dir", type=Path, default=None, help="where to build the logs")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--dir", type=Path, default=None, help="where appends are measured")
+    parser.add_argument("--verify-dir", type=Path,
+                        default=Path("/dev/shm") if Path("/dev/shm").is_dir() else None)
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     signer = Signer("bench", Ed25519PrivateKey.generate())
-    keys = [signer.public_key]
-    table = Table(title=f"audit log - {platform.processor() or platform.machine()}, "
-                        f"{os.cpu_count()} CPUs, Python {platform.python_version()}, "
-                        f"{datetime.now(UTC):%Y-%m-%d}")
-    for col in ("records", "appends/s first 100", "appends/s last 100",
-                "appends/s no cache", "verify s", "verify us/record", "log MiB",
-                "bytes/record", "checkpoint bytes", "inclusion proof hashes / bundle B",
-                "consistency N/2->N hashes"):
-        table.add_column(col, justify="right")
-    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
-        for n in args.sizes:
-            log = Path(tmp) / f"audit-{n}.log"
-            first, last, checkpoints = _build(log, n, signer)
-            start = time.perf_counter()
-            result = get_verification_result(log, keys)
-            verify_s = time.perf_counter() - start
-            if not result.ok:
-                raise SystemExit(f"benchmark log does not verify: {result.summary()}")
-            proof = prove_inclusion(log, n // 3)
-            old, new = Path(tmp) / "old.note", Path(tmp) / "new.note"
-            old.write_text(checkpoints[n // 2 - 1])
-            new.write_text(checkpoints[-1])
-            consistency = prove_consistency(log, old, new, keys)
-            log_bytes = log.stat().st_size
-            cp_bytes = log.with_name(log.name + ".checkpoints").stat().st_size
-            slow = _slow_append_rate(log, signer)
-            table.add_row(
-                str(n), f"{first:.0f}", f"{last:.0f}", f"{slow:.1f}", f"{verify_s:.2f}",
-                f"{verify_s / n * 1e6:.0f}", f"{log_bytes / 2**20:.1f}", f"{log_bytes // n}",
-                f"{cp_bytes // n}",
-                f"{len(proof['proof'])} / {len(json.dumps(proof))}",
-                str(len(consistency["proof"])))
-    Console(width=200).print(table)
+    report: list[str] = ["# Audit log benchmark", ""]
+    with tempfile.TemporaryDirectory(dir=args.dir) as tmp, \
+            tempfile.TemporaryDirectory(dir=args.verify_dir) as vtmp:
+        d, v = Path(tmp), Path(vtmp)
+        report += _machine(d, v) + ["", "## Appends (durable on return)", "",
+                                    "| writers | API | appends/s | commits |",
+                                    "|---|---|---:|---:|"]
+        report.append(f"| 1 | `append` (one verdict per call) | {_single(d, signer, 2000):.0f} "
+                      "| 2000 |")
+        report.append(f"| 1 | `append_many` (64 per call) | {_many(d, signer, 20_000):.0f} "
+                      f"| {20_000 // 64 + 1} |")
+        rate, commits = _threads(d, signer, 8, 300)
+        report.append(f"| 8 threads | `append` | {rate:.0f} | {commits} for 2400 |")
+        rate, commits = _processes(d, signer, 8, 300)
+        report.append(f"| 8 processes | `append` | {rate:.0f} | {commits} for 2400 |")
+        report += ["", "## Verification (`get_verification_result`, fresh process)", "",
+                   "| records | checkpoints | build s | verify s | records/s | peak RSS MiB "
+                   "(main / each worker) |", "|---:|---:|---:|---:|---:|---:|"]
+        rows = [(n, 64) for n in args.sizes] + [(args.sizes[0], 1)]
+        for n, batch in rows:
+            log = v / f"verify-{n}-{batch}.log"
+            built = _build(log, signer, n, batch)
+            out = _verify(log, signer)
+            report.append(f"| {n:,} | {out['checkpoints']:,.0f} (1 per {batch}) | {built:.0f} | "
+                          f"{out['s']:.1f} | {n / out['s']:,.0f} | {out['rss'] / 1024:.0f} / "
+                          f"{out['workers_rss'] / 1024:.0f} |")
+            for p in v.glob(log.name + "*"):
+                p.unlink()
+        k = _kill_rounds(d, signer, args.rounds, 8)
+        report += ["", "## Kill and verify", "",
+                   "| rounds | writers SIGKILLed | acknowledged appends | lost | rounds that "
+                   "left a torn tail | log size at the end |", "|---:|---:|---:|---:|---:|---:|",
+                   f"| {k['rounds']} | {k['kills']} | {k['acked']} | {k['lost']} | {k['torn']} | "
+                   f"{k['size']} |"]
+    text = "\n".join(report) + "\n"
+    print(text, end="")
+    if args.out is not None:
+        args.out.write_text(text)
+
+
+def _writer(log: str, key: str, worker: str, each: str, start_at: str) -> None:
+    from sandboxharness.audit.keys import parse_private_key
+
+    signer = parse_private_key(key, where="key")
+    verdicts = [sample_verdict(i, name=f"p{worker}-{i}") for i in range(int(each))]
+    while time.time() < float(start_at):
+        time.sleep(0.0005)
+    for v in verdicts:
+        record_verdict(v, Path(log), signer)
+    print(time.time(), flush=True)
+
+
+def _loop(log: str, key: str, tag: str) -> None:
+    from sandboxharness.audit.keys import parse_private_key
+
+    signer, i = parse_private_key(key, where="key"), 0
+    while True:
+        name = f"{tag}-{i}"
+        result = record_verdict(sample_verdict(i, name=name), Path(log), signer)
+        print(result.index, name, flush=True)
+        i += 1
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) > 1 and sys.argv[1] == "_writer":
+        _writer(*sys.argv[2:7])
+    elif len(sys.argv) > 1 and sys.argv[1] == "_loop":
+        _loop(*sys.argv[2:5])
+    else:
+        main()

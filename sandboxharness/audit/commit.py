@@ -13,6 +13,7 @@ from __future__ import annotations
 import fcntl
 import os
 import secrets
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from .records import Prepared, assemble, decode_record, is_torn_record, leaf_tag
 from .spool import Spool, check_spool_dir
 
 ORIGIN_PREFIX = "sandboxharness.dev/audit/"
+_CONTENTION_S = 0.5
 
 
 class AuditRepairWarning(UserWarning):
@@ -62,6 +64,8 @@ class Writer:
         self.names = {k: path.name + k for k in (".checkpoints", ".state", ".torn")}
         self.pid = os.getpid()
         self.cache: tuple[Head, tuple[object, ...]] | None = None
+        self.contended = 0.0
+        """When another writer last held the lock: until a while after, queue first."""
 
     def commit(self, groups: list[list[Prepared]], signer: Signer, cfg: Config
                ) -> list[AppendResult]:
@@ -92,7 +96,11 @@ class Writer:
     def _locked(self, d: storage.LogDir, fd: int, groups: list[list[Prepared]],
                 signer: Signer, cfg: Config) -> list[AppendResult]:
         spool, ticket = Spool(d, self.name), None
-        if not storage.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, self.path):
+        # Under contention, queue before taking the lock: whoever gets it next then sees
+        # every waiting batch (taking a free lock first would commit alone, again and again).
+        busy = time.monotonic() - self.contended < _CONTENTION_S
+        if busy or not storage.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, self.path):
+            self.contended = time.monotonic()
             ticket = spool.submit(groups, signer)  # the lock holder may write it for us
             try:
                 storage.flock(fd, fcntl.LOCK_EX, self.path)

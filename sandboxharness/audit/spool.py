@@ -85,13 +85,13 @@ class Spool:
         sfd = self._dir(create=True)
         if sfd is None:
             raise AuditError(f"{self.where}: the spool directory vanished")
-        name = f"{os.getpid()}-{nonce}.req"
+        name, tmp = f"{os.getpid()}-{nonce}.req", f".{os.getpid()}-{nonce}.tmp"
         try:
-            fd = os.open(f".{name}", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
                          | os.O_CLOEXEC, 0o600, dir_fd=sfd)
             fcntl.flock(fd, fcntl.LOCK_SH)  # before it is visible: never seen unclaimed
             storage.write_raw(fd, data)
-            os.rename(f".{name}", name, src_dir_fd=sfd, dst_dir_fd=sfd)
+            os.rename(tmp, name, src_dir_fd=sfd, dst_dir_fd=sfd)
         except OSError as exc:
             raise storage.oserror(self.where / name, "cannot queue the batch", exc) from None
         finally:
@@ -147,7 +147,7 @@ class Spool:
         return out
 
     def _one(self, sfd: int, name: str, signer: Signer) -> Request | None:
-        if not name.endswith(".req"):
+        if name.startswith(".") or not name.endswith(".req"):
             _sweep(sfd, name)
             return None
         try:
@@ -175,7 +175,7 @@ class Spool:
         if sfd is None:
             return
         try:
-            done, tmp = request.name[:-4] + ".done", f".{request.name[:-4]}.done.tmp"
+            done, tmp = request.name[:-4] + ".done", f".{request.name[:-4]}.tmp"
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
                          | os.O_CLOEXEC, 0o600, dir_fd=sfd)
             try:
