@@ -235,6 +235,9 @@ def validate_file(path: str | Path) -> str:
 def check_pairing(definition: Definition, solution: Solution,
                   workloads: list[WorkloadTrace] | None, where: str) -> None:
     """Cross-document consistency the schemas alone cannot see."""
+    from .stages import constraints as cons
+
+    parsed = cons.parse(definition)
     if solution.definition != definition.name:
         raise InputError(f"solution is for definition {solution.definition!r}, "
                          f"not {definition.name!r}", where=where)
@@ -251,6 +254,15 @@ def check_pairing(definition: Definition, solution: Solution,
             raise InputError(f"workload {wl.workload.uuid} lacks inputs {sorted(absent)}",
                              where=where)
         check_workload(definition, wl, where)
+        env = cons.env_of(definition, dict(wl.workload.axes))
+        for c in parsed:  # judged on the workload's own sizes, within the evaluator's bounds
+            try:
+                cons.holds(c, env)
+            except KeyError:
+                continue
+            except cons.ConstraintError as exc:
+                raise InputError(f"workload {wl.workload.uuid}: constraint {c.text[:120]!r} "
+                                 f"cannot be evaluated: {exc}", where=where) from None
 
 
 def check_workload(definition: Definition, wl: WorkloadTrace, where: str) -> None:

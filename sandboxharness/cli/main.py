@@ -208,7 +208,8 @@ def run() -> None:
             eprint("error: aborted")
             code = 130
         except typer.TyperException as exc:  # usage errors: one line, not a box
-            message = getattr(exc, "format_message", lambda: str(exc))()
+            fmt = getattr(exc, "format_message", None)
+            message = fmt() if callable(fmt) else str(exc)
             eprint(f"error: {message} (see --help)")
             code = int(getattr(exc, "exit_code", 2))
         except Interrupted as exc:
