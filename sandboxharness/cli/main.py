@@ -215,6 +215,6 @@ def run() -> None:
         except Interrupted as exc:
             signals.reap()
             eprint(f"error: interrupted by {exc}: sandboxed processes killed, job "
-                   "directories removed, nothing recorded")
+                   "directories removed")
             code = exc.exit_code
     sys.exit(code)
