@@ -9,34 +9,49 @@ differs from the one before - drift comes with a new harness version.
 
 from __future__ import annotations
 
+import os
+import struct
+
 from .interface import FormatError, TamperKind
 from .records import parse_record, summary_mismatches, verdict_schema_problem
 
 Problem = tuple[int, str, str]
 """(record position, TamperKind value, message)."""
-Chain = tuple[int | None, bytes | None]
-"""A record's ``index`` and ``prev`` (raw hash); (None, None) when it does not parse."""
+CHAIN = struct.Struct("<Q32s")
+"""Per record: ``index`` and ``prev`` (raw hash), packed; NO_INDEX when it does not parse."""
+NO_INDEX = (1 << 64) - 1
+_UNPARSED = CHAIN.pack(NO_INDEX, bytes(32))
+
+
+def check_region(fd: int, offset: int, length: int, first: int
+                 ) -> tuple[list[Problem], list[str], bytes]:
+    """:func:`check_records` on bytes [offset, offset+length) of an open log (complete
+    lines, the last one with its newline): a worker reads them itself."""
+    data = os.pread(fd, length, offset)
+    if len(data) != length:
+        raise OSError(f"short read at byte {offset} of the log")
+    return check_records(data[:-1], first)
 
 
 def check_records(data: bytes, first: int, skip: frozenset[int] = frozenset()
-                  ) -> tuple[list[Problem], list[str], list[Chain]]:
+                  ) -> tuple[list[Problem], list[str], bytes]:
     """Check the lines of ``data`` (complete lines joined by newlines, the first one being
     record ``first``); positions in ``skip`` were judged already (oversized)."""
     problems: list[Problem] = []
     drift: list[str] = []
-    chain: list[Chain] = []
-    version: object = None
+    chain: list[bytes] = []
+    pack, version = CHAIN.pack, None
     for p, line in enumerate(data.split(b"\n"), first):
-        chain.append((None, None))
+        chain.append(_UNPARSED)
         if p in skip:
             continue
         try:
             rec, verdict_bytes = parse_record(line)
-            chain[-1] = (rec["index"], bytes.fromhex(rec["prev"][7:]))
+            chain[-1] = pack(rec["index"], bytes.fromhex(rec["prev"][7:]))
         except FormatError as exc:
             problems.append((p, TamperKind.EDITED.value, f"record {p} {exc}"))
             continue
-        except ValueError:  # prev is not hex: a record, but not one of a chain
+        except (ValueError, struct.error):  # prev not hex, index huge: not of a chain
             pass
         bad = summary_mismatches(rec, verdict_bytes)
         if bad:
@@ -48,4 +63,4 @@ def check_records(data: bytes, first: int, skip: frozenset[int] = frozenset()
             if problem:
                 drift.append(f"record {p}: verdict does not validate against the current "
                              f"model (schema drift, not tampering): {problem}")
-    return problems, drift, chain
+    return problems, drift, b"".join(chain)

@@ -25,10 +25,10 @@ _LEN = struct.Struct("<Q")
 
 
 def _jobs() -> dict[str, Callable[..., Any]]:
-    from .content import check_records
+    from .content import check_records, check_region
     from .cpscan import check_entries
 
-    return {"records": check_records, "checkpoints": check_entries}
+    return {"records": check_records, "region": check_region, "checkpoints": check_entries}
 
 
 def _read(stream: IO[bytes]) -> Any:
@@ -49,7 +49,7 @@ def _write(stream: IO[bytes], obj: Any) -> None:
 
 
 class Pool:
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, pass_fds: tuple[int, ...] = ()) -> None:
         self.procs: list[subprocess.Popen[bytes]] = []
         self.outstanding: list[int | None] = []
         self.results: dict[int, Any] = {}
@@ -62,7 +62,7 @@ class Pool:
             for _ in range(workers):
                 self.procs.append(subprocess.Popen(
                     [sys.executable, "-m", "sandboxharness.audit.pool"], stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE, env=env, close_fds=True))
+                    stdout=subprocess.PIPE, env=env, close_fds=True, pass_fds=pass_fds))
                 self.outstanding.append(None)
         except OSError as exc:
             self.close()

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .analysis import GENESIS, Link, Window, classify
+from .content import CHAIN, NO_INDEX
 from .interface import Finding, TamperKind
 from .merkle import EMPTY_ROOT, CompactRange
 
@@ -27,7 +28,9 @@ MAX_FINDINGS = 1000
 _IN_FLIGHT = 6
 
 Job = Callable[[], Any]
-Submit = Callable[[bytes, int, frozenset[int]], Job]
+Submit = Callable[[tuple[int, int] | None, Callable[[], bytes], int, frozenset[int]], Job]
+"""submit(file region of the lines or None, the lines joined, first record, oversized)."""
+_UNPACK = CHAIN.iter_unpack
 
 
 @dataclass
@@ -58,6 +61,7 @@ class LogScan:
         self.max_record, self.submit = max_record, submit
         self.pending = bytearray()
         self.pending_len = 0
+        self.offset = 0  # file offset where the next chunk starts
         self.hashing: Any = None  # an oversized line being hashed
         self.jobs: deque[tuple[Job, list[bytes], int]] = deque()
         self.findings: list[Finding] = []
@@ -74,6 +78,8 @@ class LogScan:
     def feed(self, chunk: bytes) -> None:
         parts = chunk.split(b"\n")
         tail = parts.pop()  # what follows the last newline: the start of the next line
+        region_start = self.offset - self.pending_len
+        self.offset += len(chunk)
         if parts:
             first, leaf, length = self._close(parts[0])
             lines, big = [first, *parts[1:]], {}
@@ -86,7 +92,9 @@ class LogScan:
                     self._oversized(self.n + i, len(lines[i]))
                     lines[i] = b""
             start = self.n
-            job = self.submit(b"\n".join(lines), start, frozenset(start + i for i in big))
+            region = None if big else (region_start, self.offset - len(tail) - region_start)
+            job = self.submit(region, lambda: b"\n".join(lines), start,
+                              frozenset(start + i for i in big))
             self.jobs.append((job, self._hash(lines, big), start))
             while len(self.jobs) > _IN_FLIGHT:
                 self._merge(*self.jobs.popleft())
@@ -192,8 +200,10 @@ class LogScan:
         if self.structural is not None:
             return
         last, recent, after = self.last_leaf, self.recent, self.after
-        for i, (index, prev) in enumerate(chain):
+        for i, (index, prev) in enumerate(_UNPACK(chain)):
             leaf = leaves[i]
+            if index == NO_INDEX:
+                index = prev = None
             if self.break_at is None:
                 if index is not None and (index != first + i or prev != last):
                     self.break_at = first + i

@@ -44,14 +44,15 @@ class LogTamperedError(VerificationError):
         return "\n".join(f.line() for f in self.result.findings)
 
 
-def _inline_records(data: bytes, first: int, skip: frozenset[int]) -> Callable[[], object]:
-    found = check_records(data, first, skip)
+def _inline_records(region: object, data: Callable[[], bytes], first: int,
+                    skip: frozenset[int]) -> Callable[[], object]:
+    found = check_records(data(), first, skip)
     return lambda: found
 
 
 def run(log_chunks: Iterable[bytes], cp_chunks: Iterable[bytes] | None,
         keys: Sequence[PublicKey], anchors: Anchors, limits: AuditLimits,
-        pool: object = None) -> VerificationResult:
+        pool: object = None, log_fd: int = -1) -> VerificationResult:
     """The whole verification over two byte streams (``cp_chunks`` None: no sidecar)."""
     sub_cp = sub_rec = None
     if pool is not None:
@@ -61,8 +62,12 @@ def run(log_chunks: Iterable[bytes], cp_chunks: Iterable[bytes] | None,
             ticket = p.submit("checkpoints", entries, keys, limits)  # type: ignore[attr-defined]
             return lambda: p.result(ticket)  # type: ignore[attr-defined]
 
-        def sub_rec(data: bytes, first: int, skip: frozenset[int]) -> Callable[[], object]:
-            ticket = p.submit("records", data, first, skip)  # type: ignore[attr-defined]
+        def sub_rec(region: tuple[int, int] | None, data: Callable[[], bytes], first: int,
+                    skip: frozenset[int]) -> Callable[[], object]:
+            if region is not None and log_fd >= 0:  # the worker reads the lines itself
+                ticket = p.submit("region", log_fd, *region, first)  # type: ignore[attr-defined]
+            else:
+                ticket = p.submit("records", data(), first, skip)  # type: ignore[attr-defined]
             return lambda: p.result(ticket)  # type: ignore[attr-defined]
 
     cps = read_checkpoints(cp_chunks or (), keys, limits, sub_cp)  # type: ignore[arg-type]
@@ -158,8 +163,8 @@ def get_verification_result(log_path: Path, public_keys: Sequence[PublicKey],
             return run(log_chunks, cp_chunks, public_keys, anchors, limits)
         from .pool import Pool
 
-        with Pool(n) as pool:
-            return run(log_chunks, cp_chunks, public_keys, anchors, limits, pool)
+        with Pool(n, pass_fds=(fd,)) as pool:
+            return run(log_chunks, cp_chunks, public_keys, anchors, limits, pool, fd)
     finally:
         os.close(fd)
         if cp_fd is not None:
