@@ -112,8 +112,8 @@ def verify_cmd(
 def _unsigned_line(result: VerificationResult) -> str:
     count = result.torn_tail.unsigned_records if result.torn_tail else 0
     first, last = result.size, result.size + count - 1
-    where = f"record {first}" if first == last else f"records {first}-{last}"
-    return (f"UNSIGNED: {where} come after the newest signed checkpoint (size {result.size}) "
+    where = f"record {first} comes" if first == last else f"records {first}-{last} come"
+    return (f"UNSIGNED: {where} after the newest signed checkpoint (size {result.size}) "
             "and carry no signature - an interrupted append, or records written without the "
             "key; the signed part verifies (--allow-unsigned-tail accepts them as a torn tail)")
 

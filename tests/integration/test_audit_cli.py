@@ -105,7 +105,7 @@ def test_unsigned_records_fail_unless_allowed(setup: dict[str, Path]) -> None:
     with setup["log"].open("ab") as fh:
         fh.write(_unsigned_record(setup["log"]))
     code, out, _ = cli("audit", "verify", setup["log"], "--public-key", setup["pub"])
-    assert code == 1 and out.startswith("UNSIGNED: record 5 come after the newest signed")
+    assert code == 1 and out.startswith("UNSIGNED: record 5 comes after the newest signed")
     code, out, err = cli("audit", "verify", setup["log"], "--public-key", setup["pub"],
                          "--allow-unsigned-tail")
     assert code == 0 and out.startswith("OK: 5 record(s)") and "torn tail" in err

@@ -174,3 +174,40 @@ def test_canonical_check_agrees_with_rfc8785(value: object) -> None:
         if variant != line:
             with pytest.raises(FormatError):
                 parse_record(variant)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_json)
+def test_fast_canonical_json_is_rfc8785(value: object) -> None:
+    """The writer's fast path (C json encoder, checked for numbers and characters where
+    it differs) writes exactly RFC 8785 bytes, or defers to rfc8785 (which may refuse)."""
+    from sandboxharness.audit import canon
+
+    for obj in ({"v": value}, [value]):
+        try:
+            expected = rfc8785.dumps(obj)
+        except rfc8785.CanonicalizationError:
+            with pytest.raises(canon.CanonicalizationError):
+                canon.dumps(obj)
+            continue
+        assert canon.dumps(obj) == expected
+
+
+@pytest.mark.parametrize("number", ["2.0", "1e-7", "0.00001", "1e+21", "9007199254740993",
+                                    "-0.0", "1.5E3"])
+def test_numbers_the_fast_path_cannot_judge_go_the_strict_way(number: str) -> None:
+    """Floats Python prints differently from ES6, and integers beyond I-JSON, are judged
+    by rfc8785 itself: accepted only in their exact RFC 8785 form."""
+    line = encode_record(build_record(sample_verdict(0), index=0, prev_leaf=None,
+                                      recorded_at=WHEN))
+    edited = line.replace(b'"trials":5', b'"trials":' + number.encode(), 1)
+    assert edited != line
+    try:
+        canonical = rfc8785.dumps(json.loads(edited)) == edited
+    except rfc8785.CanonicalizationError:
+        canonical = False
+    if canonical:
+        parse_record(edited)
+    else:
+        with pytest.raises(FormatError):
+            parse_record(edited)
