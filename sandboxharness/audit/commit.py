@@ -101,11 +101,15 @@ class Writer:
         busy = time.monotonic() - self.contended < _CONTENTION_S
         if busy or not storage.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, self.path):
             self.contended = time.monotonic()
-            ticket = spool.submit(groups, signer)  # the lock holder may write it for us
+            try:
+                ticket = spool.submit(groups, signer)  # the lock holder may write it for us
+            except AuditError:
+                ticket = None  # no spool here (permissions): just wait for the lock
             try:
                 storage.flock(fd, fcntl.LOCK_EX, self.path)
             except AuditError:
-                spool.withdraw(ticket)
+                if ticket is not None:
+                    spool.withdraw(ticket)
                 raise
         st, own = d.lstat(self.name), os.fstat(fd)
         if ticket is not None:

@@ -118,7 +118,7 @@ _QUEUES_LOCK = threading.Lock()
 
 
 def _queue(path: Path) -> _Queue:
-    key = f"{os.path.realpath(path.parent)}/{path.name}"
+    key = f"{os.getpid()}:{os.path.realpath(path.parent)}/{path.name}"  # a fork starts afresh
     with _QUEUES_LOCK:
         q = _QUEUES.get(key)
         if q is None:
