@@ -17,7 +17,7 @@ from .errors import InfrastructureError, InputError
 from .models import Definition, Policy, Solution, WorkloadTrace
 from .models.workload import SafetensorsInput
 from .sandbox.interface import JobSpec, Sandbox
-from .stages import limits
+from .stages import limits, repeats
 from .stages.cases import Case
 from .stages.execute import Plan, RoleRun, run_role
 
@@ -118,7 +118,9 @@ def run_both(sandbox: Sandbox, definition: Definition, solution: Solution, cases
         path = cand_job.src_dir / src.path
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(src.content, encoding="utf-8")
-    cand = run_role(sandbox, cand_job, candidate_hello(solution), plan)
+    sample = {c.id: req for c in cases
+              if (req := repeats.sample_request(definition, c, policy)) is not None}
+    cand = run_role(sandbox, cand_job, candidate_hello(solution), replace(plan, sample=sample))
     if cand.fault is not None and cand.fault_phase in ("compile", "correctness"):
         return cand, None, plan
     ref_job = _job(root, "reference", data_dir, policy, device)

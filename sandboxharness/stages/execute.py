@@ -96,6 +96,9 @@ class Plan:
     policy: Policy
     sampled: dict[str, list[int]] = field(default_factory=dict)
     """Reference only: which timed-call indices of each bench case the candidate dumped."""
+    sample: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Candidate only: case id -> the extra fields of a ``sample`` request for its first
+    trial (stochastic outputs; see ``stages.repeats``)."""
 
     def trial_seed(self, case: Case, trial: int) -> int:
         return derive_seed(self.seed, "trial", case.id, trial)
@@ -146,15 +149,24 @@ def _count(raw: Any) -> int | None:
 
 
 def _call(session: WorkerSession, run: RoleRun, result: CallResult, out_dir: str,
-          timeout: float) -> None:
+          timeout: float, sample: dict[str, Any] | None = None) -> None:
     tag = f"b{result.sampled_index}" if result.sampled_index is not None else f"t{result.trial}"
     name = f"{result.case.id}_{tag}.safetensors"
+    first: dict[str, str] = {}
+
+    def bound_frame(frame: dict[str, Any], _at: float) -> None:
+        first.update(_digests(frame))
+
+    msg = {"op": "sample" if sample else "call", "case": result.case.payload,
+           "seed": result.seed, "save": f"{out_dir}/{name}", **(sample or {})}
     try:
-        result.reply = session.request({"op": "call", "case": result.case.payload,
-                                        "seed": result.seed, "save": f"{out_dir}/{name}"},
-                                       timeout)
+        result.reply = session.request(msg, timeout, on_progress=bound_frame,
+                                       max_progress=1 if sample else 0)
         result.file = Path(name)
         result.bound = _digests(result.reply.get("bound"))
+        if sample:  # the first call's results as bound before the repeated calls ran
+            rep = (result.reply.get("bound") or {}).get("rep")
+            result.bound = {**first, **({"rep": rep} if isinstance(rep, str) else {})}
         result.launches = _count(result.reply.get("launches"))
     except KernelFault as fault:
         if fault.code != ReasonCode.RUNTIME_ERROR:
@@ -169,7 +181,7 @@ def _calls(session: WorkerSession, run: RoleRun, plan: Plan, out_dir: str) -> No
     secrets.SystemRandom().shuffle(order)  # no fixed call order to count along
     for case, trial in order:
         _call(session, run, CallResult(case, trial, plan.trial_seed(case, trial)), out_dir,
-              timeout)
+              timeout, plan.sample.get(case.id) if trial == 0 else None)
     # the reference also computes the outputs of the candidate's sampled timed calls
     for case in plan.bench_cases:
         seeds = plan.bench_seeds(case)

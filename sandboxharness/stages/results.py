@@ -50,13 +50,13 @@ def check_bound(path: Path, tensors: dict[str, torch.Tensor], bound: dict[str, s
 
     if not bound:
         raise KernelFault(ReasonCode.WORKER_PROTOCOL, f"result {path.name} was never bound")
-    for group, prefix in (("out", "out."), ("in", "in.")):
+    for group, prefix in (("out", "out."), ("in", "in."), ("rep", "rep.")):
         want = bound.get(group)
         if want is None:
             continue
         got = digest({k: v for k, v in tensors.items() if k.startswith(prefix)})
         if got != want:
-            what = "outputs" if group == "out" else "post-call inputs"
+            what = {"out": "outputs", "in": "post-call inputs", "rep": "repeated samples"}[group]
             raise KernelFault(ReasonCode.INTEGRITY_VIOLATION,
                               f"the {what} in {path.name} differ from what was bound when the "
                               "call returned (rewritten afterwards)")

@@ -23,6 +23,7 @@ _CONTIGUOUS = torch.Tensor.contiguous
 _VIEW = torch.Tensor.view
 _NUMPY = torch.Tensor.numpy
 _RESHAPE = torch.Tensor.reshape
+_CLONE = torch.Tensor.clone
 
 
 def plain_cpu(t: torch.Tensor) -> torch.Tensor:

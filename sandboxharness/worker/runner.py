@@ -14,7 +14,7 @@ from time import perf_counter as _clock  # bound before any candidate code runs
 from typing import Any
 
 from . import protocol
-from .binding import digest, instance_attributes, plain_cpu
+from .binding import _CLONE, _RESHAPE, digest, instance_attributes, plain_cpu
 from .integrity import Snapshot
 from .launches import LaunchCounter
 from .tensorgen import make_inputs, make_outputs
@@ -135,7 +135,9 @@ class Worker:
     def _plain(named: dict[str, Any]) -> dict[str, Any]:
         import torch
 
-        return {k: plain_cpu(v) for k, v in named.items()
+        # own copies: an output may share storage with an input (in-place kernels), which
+        # the file format refuses, and nothing of the candidate's may be read later
+        return {k: _CLONE(plain_cpu(v)) for k, v in named.items()
                 if type(v) is torch.Tensor and not instance_attributes(v)}
 
     @staticmethod
@@ -144,10 +146,10 @@ class Worker:
         return {"out": digest({k: v for k, v in named.items() if k.startswith("out.")}),
                 "in": digest({k: v for k, v in named.items() if k.startswith("in.")})}
 
-    def _save(self, path: str, named: dict[str, Any]) -> dict[str, str]:
+    @staticmethod
+    def _write(path: str, plain: dict[str, Any]) -> None:
         from safetensors.torch import save
 
-        plain = self._plain(named)
         data = save(plain)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
         try:
@@ -156,6 +158,10 @@ class Worker:
                 view = view[os.write(fd, view):]
         finally:
             os.close(fd)
+
+    def _save(self, path: str, named: dict[str, Any]) -> dict[str, str]:
+        plain = self._plain(named)
+        self._write(path, plain)
         return self._bind(plain)
 
     def _progress(self, **fields: Any) -> None:
@@ -202,6 +208,39 @@ class Worker:
         described = [_describe(o) for o in outs]
         bound = self._save(msg["save"], self._named(case, outs, inputs))
         self.held.append((msg["save"], case, outs))
+        return {"ok": True, "outputs": described, "n_outputs": len(outs), "elapsed_s": elapsed,
+                "bound": bound, "launches": launches}
+
+    def op_sample(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """One call as ``call`` (its results bound at once, in a frame), then ``calls`` more on
+        the batch tiled ``tile`` times; the first output of each is stacked as ``rep.<name>``."""
+        import torch
+
+        case, tile, tiled_case = msg["case"], int(msg["tile"]), msg["tiled_case"]
+        inputs = make_inputs(case, msg["seed"], self.hello["device"], self.hello["data"])
+        self.launches.take()
+        outs, elapsed = self._invoke(inputs, case)
+        gc.disable()
+        launches = self.launches.take()
+        described = [_describe(o) for o in outs]
+        first = self._plain(self._named(case, outs, inputs))
+        bound = self._bind(first)
+        self._progress(stage="bound", **bound)
+        self.held.append((msg["save"], case, outs))
+        names = set(msg.get("tile_inputs") or [])
+        tiled = [torch.Tensor.repeat(v, tile, *([1] * (v.dim() - 1)))
+                 if it["name"] in names and type(v) is torch.Tensor else v
+                 for it, v in zip(case["inputs"], inputs, strict=True)]
+        out0 = case["outputs"][0]
+        reps = []
+        for _ in range(int(msg["calls"])):
+            got, _ = self._invoke(tiled, tiled_case)
+            if not got or type(got[0]) is not torch.Tensor or instance_attributes(got[0]):
+                raise TypeError(f"repeated call returned no plain tensor for {out0['name']!r}")
+            reps.append(_RESHAPE(plain_cpu(got[0]), (tile, *out0["shape"])))
+        rep = {f"rep.{out0['name']}": torch.cat(reps)}
+        self._write(msg["save"], {**first, **rep})
+        bound["rep"] = digest(rep)
         return {"ok": True, "outputs": described, "n_outputs": len(outs), "elapsed_s": elapsed,
                 "bound": bound, "launches": launches}
 

@@ -1,0 +1,41 @@
+"""Many samples of one call's inputs, for stochastic outputs (FlashInfer-Bench's sampling
+evaluator needs thousands per row to judge the distribution).
+
+The first correctness trial of a sampler case becomes a ``sample`` request: the worker makes
+the call as usual (bound at once), then calls the candidate again ``calls`` times on the batch
+tiled ``tile`` times along its first axis, and saves the stacked samples as
+``rep.<output>`` ``[calls * tile, *shape]`` beside the first call's results.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..models import Definition, Policy
+from .cases import Case
+from .compare_modes import resolve
+
+MAX_ROWS_PER_CALL = 10_000
+"""Rows of a tiled call: a bounded batch, however many samples per row are asked for."""
+
+
+def sample_request(definition: Definition, case: Case, policy: Policy) -> dict[str, Any] | None:
+    """The extra fields of a ``sample`` request for this case, or None (not a sampler)."""
+    resolved = resolve(definition, policy.correctness)
+    outs = case.payload["outputs"]
+    if not outs or resolved.modes.get(outs[0]["name"]) != "sampling":
+        return None
+    shape = outs[0].get("shape") or []
+    if not shape:
+        return None
+    batch = int(shape[0])
+    want = resolved.sampling.samples_per_row
+    tile = max(1, min(want, MAX_ROWS_PER_CALL // max(batch, 1)))
+    calls = math.ceil(want / tile)
+    tiled = [it["name"] for it in case.payload["inputs"]
+             if isinstance(it.get("shape"), list) and it["shape"] and it["shape"][0] == batch]
+    tiled_outputs = [{**o, "shape": [int(o["shape"][0]) * tile, *o["shape"][1:]]}
+                     if o.get("shape") and o["shape"][0] == batch else o for o in outs]
+    return {"tile": tile, "calls": calls, "tile_inputs": tiled,
+            "tiled_case": {"inputs": case.payload["inputs"], "outputs": tiled_outputs}}
