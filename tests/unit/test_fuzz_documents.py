@@ -111,11 +111,15 @@ RAW_YAML = ["limits: {run_timeout_s: .inf}", "limits: {memory_mb: 46116860184273
             "name: \x1b[31m", "limits: {cpu_time_s: 1}", "limits: {max_file_size_mb: 1125899906842624}"]
 
 RUNNER = CliRunner()
-WORKDIR = Path(tempfile.mkdtemp(prefix="shx-fuzz-"))
 
 
-def _check_one(kind: str, text: str | bytes) -> None:
-    path = WORKDIR / f"doc{SUFFIX[kind]}"
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("fuzz")
+
+
+def _check_one(workdir: Path, kind: str, text: str | bytes) -> None:
+    path = workdir / f"doc{SUFFIX[kind]}"
     path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass"))
     t0 = time.monotonic()
     res = RUNNER.invoke(app, ["validate", str(path)])
@@ -130,11 +134,13 @@ def _check_one(kind: str, text: str | bytes) -> None:
     assert took < 10, f"{took:.1f} s for one document"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(BASES))
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                     HealthCheck.data_too_large])
 @given(data=st.data())
-def test_mutated_documents_get_exit_0_or_2_and_one_line(kind: str, data: st.DataObject) -> None:
+def test_mutated_documents_get_exit_0_or_2_and_one_line(workdir: Path, kind: str,
+                                                        data: st.DataObject) -> None:
     """Malformed documents of every kind (python-tuf-style caps: nesting, sizes, numbers,
     strings, paths): one line, exit 0 or 2."""
     doc = json.loads(json.dumps(BASES[kind]))
@@ -144,12 +150,12 @@ def test_mutated_documents_get_exit_0_or_2_and_one_line(kind: str, data: st.Data
     if data.draw(st.integers(0, 9)) == 0:  # now and then: broken bytes, not broken values
         cut = data.draw(st.integers(0, len(text)))
         raw = text.encode("utf-8", "surrogatepass")
-        _check_one(kind, raw[:cut] + data.draw(st.binary(max_size=8)) + raw[cut:])
+        _check_one(workdir, kind, raw[:cut] + data.draw(st.binary(max_size=8)) + raw[cut:])
         return
     if kind == "policy" and data.draw(st.booleans()):
         text = (REPO / "policies" / "default.yaml").read_text() + "\n" + data.draw(
             st.sampled_from(RAW_YAML)) + "\n"
-    _check_one(kind, text)
+    _check_one(workdir, kind, text)
 
 
 def test_a_real_process_answers_every_path(tmp_path: Path) -> None:
