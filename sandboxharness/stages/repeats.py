@@ -12,9 +12,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..errors import InputError
 from ..models import Definition, Policy
 from .cases import Case
 from .compare_modes import resolve
+from .sampling import _NEEDS, thresholding
 
 MAX_ROWS_PER_CALL = 10_000
 """Rows of a tiled call: a bounded batch, however many samples per row are asked for."""
@@ -26,6 +28,12 @@ def sample_request(definition: Definition, case: Case, policy: Policy) -> dict[s
     outs = case.payload["outputs"]
     if not outs or resolved.modes.get(outs[0]["name"]) != "sampling":
         return None
+    method = thresholding(definition)
+    needs = ["probs", *_NEEDS.get(method, [])]
+    missing = [n for n in needs if n not in definition.inputs]
+    if missing:  # before anything runs, not after the candidate did
+        raise InputError(f"sampling comparison ({method}) needs the input(s) {missing}, as "
+                         "FlashInfer-Bench's sampling evaluator does", where=definition.name)
     shape = outs[0].get("shape") or []
     if not shape:
         return None
