@@ -45,10 +45,12 @@ def _int(literal: str) -> int:
 _decode = json.JSONDecoder(parse_float=_float, parse_int=_int).decode
 
 
-def loads(data: bytes) -> Any:
-    """``json.loads`` of UTF-8 bytes, raising :class:`Undecided` for a number whose ES6
-    form Python's encoder would not write (so :func:`same` can compare by re-encoding)."""
-    return _decode(data.decode("utf-8"))
+def loads(data: bytes) -> tuple[Any, str]:
+    """``json.loads`` of UTF-8 bytes (and the text), raising :class:`Undecided` for a
+    number whose ES6 form Python's encoder would not write (so :func:`same` can compare
+    by re-encoding)."""
+    text = data.decode("utf-8")
+    return _decode(text), text
 
 
 def dumps(obj: Any) -> bytes:
@@ -63,13 +65,13 @@ def dumps(obj: Any) -> bytes:
     return rfc8785.dumps(obj)
 
 
-def same(line: bytes, obj: Any) -> bool | None:
-    """Whether ``line`` is exactly the RFC 8785 form of ``obj``, parsed from it by
+def same(text: str, obj: Any) -> bool | None:
+    """Whether ``text`` is exactly the RFC 8785 form of ``obj``, parsed from it by
     :func:`loads`: True/False when the fast encoder can tell, None when only
     ``rfc8785`` can (characters beyond the BMP, NaN)."""
-    if not line.isascii() and _NON_BMP.search(line):
+    if not text.isascii() and any(ord(c) > 0xFFFF for c in text):
         return None
     try:
-        return _encode(obj).encode() == line
+        return _encode(obj) == text
     except (ValueError, TypeError, UnicodeEncodeError, RecursionError):
         return None

@@ -196,7 +196,7 @@ def parse_record(line: bytes) -> tuple[dict[str, Any], bytes]:
     """Parse one log line; it must be a canonical, well-formed record. Also returns the
     canonical bytes of its verdict (cut out of the line, not re-encoded)."""
     try:
-        obj = canon.loads(line)
+        obj, text = canon.loads(line)
     except canon.Undecided:
         return _parse_strict(line)
     except ValueError as exc:
@@ -204,7 +204,7 @@ def parse_record(line: bytes) -> tuple[dict[str, Any], bytes]:
     except RecursionError:
         raise FormatError("JSON nested too deeply") from None
     _shape(obj)
-    same = canon.same(line, obj)
+    same = canon.same(text, obj)
     if same is None:
         return _parse_strict(line)
     if not same:  # also catches duplicate keys: the re-encoded object is shorter

@@ -22,7 +22,7 @@ from .records import is_torn_record
 from .scan import LogScan
 
 _T = TamperKind
-_PRECISE = {_T.INSERTED, _T.DELETED, _T.REORDERED, _T.EDITED, _T.BROKEN_CHAIN}
+_PRECISE = {_T.INSERTED, _T.DELETED, _T.REORDERED, _T.EDITED}
 
 
 @dataclass
