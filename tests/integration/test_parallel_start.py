@@ -37,7 +37,7 @@ def _job(base: Path, i: int) -> JobSpec:
                    out_dir=dirs["out"], tmp_dir=dirs["tmp"], limits=Limits())
 
 
-def _finish(child: SandboxedProcess) -> tuple[bytes, int]:
+def _finish(child: SandboxedProcess) -> tuple[bytes, int | None]:
     data = b""
     try:
         while chunk := child.recv(4096, 60):

@@ -292,7 +292,7 @@ SCALAR_DEF = {**BASES["definition"], "inputs": {
     **BASES["definition"]["inputs"], "eps": {"shape": None, "dtype": "float16"},
     "k": {"shape": None, "dtype": "int8"}},
     "reference": "def run(x, w, eps, k):\n    return x * w\n"}
-REFUSED = {
+REFUSED: dict[str, tuple[dict[str, Any], dict[str, Any], str | None, str]] = {
     # attack: (definition, workload line changes, policy text or None, what the line says)
     "tensors past 256 GiB": (BASES["definition"], {"axes": {"b": 2**30}}, None, "axis b"),
     "float16 scalar 1e6": (SCALAR_DEF, {"inputs": {"x": {"type": "random"}, "w": {
