@@ -99,8 +99,11 @@ def _payload(definition: Definition, axes: dict[str, int], inputs: dict[str, Any
 
 def _dists(payload: dict[str, Any], policy: Policy, seed: int, case_id: str) -> dict[str, str]:
     """Trial 0 stays plain; later trials take the distributions that change this case, in an
-    order shuffled per case from the evaluation's seed."""
-    live = [d for d in policy.correctness.distributions if d != "plain" and any(
+    order shuffled per case from the evaluation's seed (amplifying ones only where every float
+    output is 16-bit: see ``worker.dists.AMPLIFYING``)."""
+    wide_out = any(o["dtype"] in ("float32", "float64") for o in payload["outputs"])
+    live = [d for d in policy.correctness.distributions if d != "plain" and not (
+        wide_out and d in dists.AMPLIFYING) and any(
         it["shape"] is not None and (it["spec"] or {}).get("type") == "random"
         and dists.applies(d, it, DTYPES[it["dtype"]]) for it in payload["inputs"])]
     if not live:

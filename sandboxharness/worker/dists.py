@@ -22,9 +22,11 @@ _HALF = (torch.float16, torch.bfloat16)
 _FULL = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _UP = {torch.float16: 300.0, torch.bfloat16: 1e3}
 """x * factor: past fp16's |x|~256 squaring limit, well inside its finite range (65504)."""
-_AMPLIFYING = {"scaled_up", "outlier_channels"}
-"""Only on 16-bit activations: with fp32's atol of 1e-5 an honest matmul's summation-order error
-grows with the input scale past the tolerance (abs AND rel), so fp32 gets the others."""
+AMPLIFYING = frozenset({"scaled_up", "outlier_channels"})
+"""Only on 16-bit activations, and (the host's choice) only where no output is fp32/fp64: with
+fp32's atol of 1e-5, an honest kernel's summation-order error grows with the input scale past
+the tolerance (abs AND rel) wherever an output cancels to near zero (a matmul, an attention
+lse), so those cases get the other distributions."""
 _ACTIVATION_ROLES = ("data",)
 _WEIGHT_ROLES = ("weight", "scale")
 
@@ -37,7 +39,7 @@ def applies(dist: str, item: dict[str, Any], dtype: torch.dtype) -> bool:
         return role in _WEIGHT_ROLES and dtype in _FULL
     if dist == "plain" or not item.get("act") or role not in _ACTIVATION_ROLES:
         return False
-    return dtype in (_HALF if dist in _AMPLIFYING else _FULL)
+    return dtype in (_HALF if dist in AMPLIFYING else _FULL)
 
 
 def apply(dist: str, item: dict[str, Any], t: torch.Tensor, gen: torch.Generator) -> None:

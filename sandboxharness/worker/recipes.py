@@ -24,6 +24,9 @@ CHUNK = 1 << 22
 """Elements filled per step (fixed: the values depend on it, both sides must agree)."""
 
 _WIDE = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+TOP_K_MAX = 64
+"""A sampled top_k stays in [1, min(vocab, 64)]: valid, what serving uses, and small enough for
+a sampling judge's total-variation test to tell distributions apart."""
 
 
 def _fill(t: torch.Tensor, gen: torch.Generator, how: str, lo: float = 0.0,
@@ -149,7 +152,8 @@ def make_tensor(item: dict[str, Any], shape: tuple[int, ...], dtype: torch.dtype
         return torch.cat([torch.zeros(1, dtype=torch.int64), seg.cumsum(0)]).to(dtype)
     if role in ("length", "top_k"):
         lo, hi = int(p.get("low", 1)), max(int(p.get("high", 64)), int(p.get("low", 1)))
-        if role == "top_k" and hi > lo:  # log-uniform: small k as often as large
+        if role == "top_k":  # log-uniform over what serving uses (and a TVD can judge)
+            hi = max(lo, min(hi, TOP_K_MAX))
             u = torch.rand(shape, generator=gen, dtype=torch.float64)
             k = (math.log(lo) + u * (math.log(hi + 1) - math.log(lo))).exp().floor()
             return k.clamp_(lo, hi).to(dtype)
@@ -184,6 +188,7 @@ def make_scalar(item: dict[str, Any], gen: torch.Generator) -> int | float | boo
     elif role in ("top_k", "length"):
         lo, hi = int(p.get("low", 1)), max(int(p.get("high", 64)), int(p.get("low", 1)))
         if role == "top_k":
+            hi = max(lo, min(hi, TOP_K_MAX))
             value = min(hi, max(lo, math.floor(math.exp(math.log(lo) + u * (
                 math.log(hi + 1) - math.log(lo))))))
         else:

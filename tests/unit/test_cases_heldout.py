@@ -195,6 +195,23 @@ def test_trial_zero_is_plain_and_later_trials_name_their_distribution(tiny_def_p
     assert all(not c.payload["dists"] for c in only)
 
 
+def test_amplifying_distributions_only_where_every_float_output_is_16_bit() -> None:
+    """An attention lse in fp32 (atol 1e-5) cancels to near zero for some heads: q x 1e3 would
+    reject an honest kernel on summation order alone, so such cases get the other ones."""
+    dsa = load_definition(FIB / "dsa_paged" / "dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps1"
+                          ".json")
+    wls = _wls(dsa, {"num_tokens": 2, "num_pages": 300}, scalars={"sm_scale": 0.07})
+    pol = fast_policy(correctness={"trials": 7})
+    chosen = {d for s in range(3) for c in build_cases(dsa, wls, pol, seed=s)
+              for d in c.payload["dists"].values()}
+    assert chosen == {"scaled_down", "zero_rows", "negative"}
+    rms = load_definition(KERNELS / "definitions" / "rmsnorm_h128.json")  # bf16 output
+    chosen = {d for c in build_cases(rms, load_workloads(KERNELS / "workloads" /
+                                                         "rmsnorm_h128.jsonl"), pol, seed=1)
+              for d in c.payload["dists"].values()}
+    assert {"scaled_up", "outlier_channels"} <= chosen
+
+
 def _rms_ref(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     xf = x.float()
     return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()).to(x.dtype)
