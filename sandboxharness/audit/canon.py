@@ -16,8 +16,23 @@ from typing import Any
 
 import rfc8785
 
-# a number token (after ':' ',' '[' and before ',' ']' '}') that may differ from ES6
-_RISKY = re.compile(rb"[:,\[]-?[0-9]{16,}[,\]}]|[eE][-+]?[0-9]+[,\]}]|\.0[,\]}]")
+# a number token (before ',' ']' '}') Python may write differently from ES6: "2.0",
+# "1e-07" - each pattern starts with a literal, so the scan is a fast memchr
+_INTEGRAL = re.compile(rb"\.0[,\]}]")
+_EXP_LOWER = re.compile(rb"e[-+]?[0-9]+[,\]}]")
+_EXP_UPPER = re.compile(rb"E[-+]?[0-9]+[,\]}]")
+# an integer of 16 digits or more (RFC 8785 allows |n| < 2**53): digits -> "0",
+# delimiters -> ":", so it is a plain substring search
+_DIGITS = bytes(48 if chr(c).isdigit() and c < 128 else 58 if chr(c) in ":,[" else
+                c if c == 45 else 32 for c in range(256))
+_LONG_INT, _LONG_NEG = b":" + b"0" * 16, b":-" + b"0" * 16
+
+
+def _risky(data: bytes) -> bool:
+    if _INTEGRAL.search(data) or _EXP_LOWER.search(data) or _EXP_UPPER.search(data):
+        return True
+    mapped = data.translate(_DIGITS)
+    return _LONG_INT in mapped or _LONG_NEG in mapped
 _NON_BMP = re.compile(rb"[\xf0-\xff]")
 _encode = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                            allow_nan=False, check_circular=False).encode
@@ -53,14 +68,41 @@ def loads(data: bytes) -> tuple[Any, str]:
     return _decode(text), text
 
 
+def encode(obj: Any) -> bytes:
+    """The C encoder's bytes, unchecked: RFC 8785 for a value parsed by :func:`loads` from
+    a line :func:`same` accepted (its numbers and characters were checked there)."""
+    return _encode(obj).encode()
+
+
+def _integral(obj: Any) -> Any:
+    """``obj`` with integral floats as ints: ES6 writes 2.0 as "2" (and -0.0 as "0")."""
+    if type(obj) is float and obj.is_integer() and abs(obj) < 2**53:
+        return int(obj)
+    if type(obj) is dict:
+        return {k: _integral(v) for k, v in obj.items()}
+    if type(obj) is list:
+        return [_integral(v) for v in obj]
+    return obj
+
+
+def _fast(obj: Any) -> tuple[bytes | None, bytes]:
+    """The C encoder's bytes if they are RFC 8785, and the bytes either way."""
+    try:
+        data = _encode(obj).encode()
+    except (ValueError, TypeError, UnicodeEncodeError, RecursionError):
+        return None, b""
+    if _risky(data) or not (data.isascii() or not _NON_BMP.search(data)):
+        return None, data
+    return data, data
+
+
 def dumps(obj: Any) -> bytes:
     """RFC 8785 bytes of ``obj``; raises :class:`CanonicalizationError` (non-I-JSON)."""
     if isinstance(obj, dict | list):
-        try:
-            data = _encode(obj).encode()
-        except (ValueError, TypeError, UnicodeEncodeError, RecursionError):
-            data = b""
-        if data and not _RISKY.search(data) and (data.isascii() or not _NON_BMP.search(data)):
+        data, raw = _fast(obj)
+        if data is None and b".0" in raw:  # "2.0": try it as 2
+            data = _fast(_integral(obj))[0]
+        if data is not None:
             return data
     return rfc8785.dumps(obj)
 

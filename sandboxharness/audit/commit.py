@@ -271,7 +271,7 @@ class Writer:
         new = Head(tree, prev, len(lines[-1]), origin, os.fstat(fd).st_size, head.cp_end,
                    os.fstat(cps_fd).st_size)
         try:
-            d.write_new(self.names[".state"], encode_state(new), sync=False)
+            d.overwrite(self.names[".state"], encode_state(new))
         except AuditError as exc:  # committed already: a stale state only costs a re-hash
             warnings.warn(f"could not save the head cache: {exc}", StateWarning, stacklevel=6)
         self.cache = (new, self._fingerprint(d, fd, cps_fd))

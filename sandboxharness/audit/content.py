@@ -10,10 +10,11 @@ differs from the one before - drift comes with a new harness version.
 from __future__ import annotations
 
 import os
+import re
 import struct
 
 from .interface import FormatError, TamperKind
-from .records import parse_record, summary_mismatches, verdict_schema_problem
+from .records import parse_record_checked, summary_mismatches, verdict_schema_problem
 
 Problem = tuple[int, str, str]
 """(record position, TamperKind value, message)."""
@@ -46,14 +47,14 @@ def check_records(data: bytes, first: int, skip: frozenset[int] = frozenset()
         if p in skip:
             continue
         try:
-            rec, verdict_bytes = parse_record(line)
+            rec, verdict_bytes, fast = parse_record_checked(line)
             chain[-1] = pack(rec["index"], bytes.fromhex(rec["prev"][7:]))
         except FormatError as exc:
             problems.append((p, TamperKind.EDITED.value, f"record {p} {exc}"))
             continue
         except (ValueError, struct.error):  # prev not hex, index huge: not of a chain
             pass
-        bad = summary_mismatches(rec, verdict_bytes)
+        bad = summary_mismatches(rec, verdict_bytes, fast=fast)
         if bad:
             problems.append((p, TamperKind.INCONSISTENT_RECORD.value,
                              f"record {p}: {', '.join(bad)} disagree with its verdict"))
@@ -64,3 +65,26 @@ def check_records(data: bytes, first: int, skip: frozenset[int] = frozenset()
                 drift.append(f"record {p}: verdict does not validate against the current "
                              f"model (schema drift, not tampering): {problem}")
     return problems, drift, b"".join(chain)
+
+
+_CHAIN_RE = re.compile(rb'"index":(0|[1-9][0-9]{0,15}),"policy_sha256":"(?:[^"\\]|\\.)*",'
+                       rb'"prev":"sha256:([0-9a-f]{64})"')
+
+
+def chain_only(data: bytes, first: int, skip: frozenset[int] = frozenset()
+               ) -> tuple[list[Problem], list[str], bytes]:
+    """Only each record's ``index`` and ``prev``, read off its canonical bytes: for an
+    integrity-only check (hashes, roots, signatures, chain) without parsing records."""
+    pack, search = CHAIN.pack, _CHAIN_RE.search
+    out: list[bytes] = []
+    problems: list[Problem] = []
+    for p, line in enumerate(data.split(b"\n"), first):
+        m = None if p in skip else search(line)
+        if m:
+            out.append(pack(int(m.group(1)), bytes.fromhex(m.group(2).decode())))
+            continue
+        out.append(_UNPARSED)
+        if p not in skip:
+            problems.append((p, TamperKind.EDITED.value, f"record {p} is not an audit record "
+                             "(no index/prev where every record has them)"))
+    return problems, [], b"".join(out)

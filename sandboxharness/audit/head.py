@@ -8,8 +8,9 @@ It is two things:
   root cannot be forged, so a wrong cache only ever costs a full re-hash;
 * evidence: the size it names was signed once, so checkpoints signing less mean the
   checkpoints file lost entries, and it shows that records after the newest checkpoint
-  are an interrupted append (see :mod:`.commit`). It is replaced atomically but not
-  fsynced, so after a power cut it may be one commit behind: a lower bound.
+  are an interrupted append (see :mod:`.commit`). It is rewritten in place after the
+  checkpoint is on disk, not fsynced: after a crash it may be behind (a lower bound) or
+  torn (then it is ignored, with a warning, and the head is rebuilt from the files).
 """
 
 from __future__ import annotations

@@ -148,10 +148,13 @@ def _canonical_float(literal: str) -> float:
     return value
 
 
+_SCALARS = tuple(sorted(_FIELDS - {"verdict"}))
+
+
 def _shape(obj: Any) -> dict[str, Any]:
-    if not isinstance(obj, dict):
+    if type(obj) is not dict:
         raise FormatError("not a JSON object")
-    if set(obj) != _FIELDS:
+    if obj.keys() != _FIELDS:
         missing, extra = sorted(_FIELDS - set(obj)), sorted(set(obj) - _FIELDS)
         raise FormatError(f"wrong fields (missing {missing}, unexpected {extra})")
     if obj["schema"] != SCHEMA:
@@ -163,9 +166,9 @@ def _shape(obj: Any) -> dict[str, Any]:
         raise FormatError("prev is not a sha256:<hex> hash")
     if not isinstance(obj["verdict"], dict):
         raise FormatError("verdict is not an object")
-    bad = sorted(k for k, v in obj.items() if k != "verdict" and isinstance(v, dict | list))
-    if bad:
-        raise FormatError(f"field {bad[0]} is not a JSON scalar")
+    for k in _SCALARS:
+        if type(obj[k]) in (dict, list):
+            raise FormatError(f"field {k} is not a JSON scalar")
     return obj
 
 
@@ -195,10 +198,16 @@ def _parse_strict(line: bytes) -> tuple[dict[str, Any], bytes]:
 def parse_record(line: bytes) -> tuple[dict[str, Any], bytes]:
     """Parse one log line; it must be a canonical, well-formed record. Also returns the
     canonical bytes of its verdict (cut out of the line, not re-encoded)."""
+    obj, verdict_bytes, _ = parse_record_checked(line)
+    return obj, verdict_bytes
+
+
+def parse_record_checked(line: bytes) -> tuple[dict[str, Any], bytes, bool]:
+    """:func:`parse_record`, and whether it took the fast path (see summary_mismatches)."""
     try:
         obj, text = canon.loads(line)
     except canon.Undecided:
-        return _parse_strict(line)
+        return (*_parse_strict(line), False)
     except ValueError as exc:
         raise FormatError(f"not valid JSON ({exc.__class__.__name__})") from None
     except RecursionError:
@@ -206,12 +215,13 @@ def parse_record(line: bytes) -> tuple[dict[str, Any], bytes]:
     _shape(obj)
     same = canon.same(text, obj)
     if same is None:
-        return _parse_strict(line)
+        return (*_parse_strict(line), False)
     if not same:  # also catches duplicate keys: the re-encoded object is shorter
         raise FormatError("bytes are not the canonical (RFC 8785) form of the record")
     # canonical, and every value before "verdict" is a scalar: the first ',"verdict":' is
     # the key (a JSON string cannot hold a bare '"'), ',"verdict_sha256":' the last one
-    return obj, line[line.index(_VERDICT_KEY) + len(_VERDICT_KEY):line.rindex(_AFTER_VERDICT)]
+    cut = line.index(_VERDICT_KEY) + len(_VERDICT_KEY)
+    return obj, line[cut:line.rindex(_AFTER_VERDICT)], True
 
 
 def decode_record(line: bytes) -> dict[str, Any]:
@@ -229,8 +239,11 @@ def is_torn_record(data: bytes) -> bool:
     return _FIRST_KEY.startswith(head) and b"\n" not in data
 
 
-def summary_mismatches(record: dict[str, Any], verdict_bytes: bytes | None = None) -> list[str]:
-    """Summary fields that disagree with the embedded verdict (empty when consistent)."""
+def summary_mismatches(record: dict[str, Any], verdict_bytes: bytes | None = None,
+                       *, fast: bool = False) -> list[str]:
+    """Summary fields that disagree with the embedded verdict (empty when consistent).
+    ``fast``: the record passed :func:`parse_record`'s fast path, so its numbers and
+    characters are ones the C encoder writes in RFC 8785 form."""
     v = record["verdict"]
     expect = {
         "decision": v.get("decision"),
@@ -241,7 +254,9 @@ def summary_mismatches(record: dict[str, Any], verdict_bytes: bytes | None = Non
     }
     bad = [k for k, want in expect.items() if record[k] != want]
     try:
-        if record["environment_sha256"] != sha256_tag(canon.dumps(v.get("environment"))):
+        env = v.get("environment")
+        env_bytes = (canon.encode(env) if fast and type(env) is dict else canon.dumps(env))
+        if record["environment_sha256"] != sha256_tag(env_bytes):
             bad.append("environment_sha256")
         if record["verdict_sha256"] != sha256_tag(verdict_bytes or canon.dumps(v)):
             bad.append("verdict_sha256")

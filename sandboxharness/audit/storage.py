@@ -115,6 +115,20 @@ class LogDir:
         if sync:
             self.fsync()
 
+    def overwrite(self, name: str, data: bytes) -> None:
+        """Rewrite ``name`` in place (no rename, no fsync: cheap, for a cache that may be
+        lost or torn by a crash - its reader tolerates both)."""
+        fd = self.open(name, os.O_WRONLY | os.O_CREAT, action="cannot write")
+        try:
+            try:
+                if os.pwrite(fd, data, 0) != len(data):
+                    raise OSError(errno.ENOSPC, "short write")
+                os.ftruncate(fd, len(data))
+            except OSError as exc:
+                raise oserror(self.where(name), "cannot write", exc) from None
+        finally:
+            os.close(fd)
+
     def close(self) -> None:
         os.close(self.fd)
 

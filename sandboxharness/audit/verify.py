@@ -20,7 +20,7 @@ from ..errors import InputError, VerificationError
 from . import storage
 from .analysis import order
 from .checkpoint import SignedCheckpoint, parse_signed_checkpoint
-from .content import check_records
+from .content import chain_only, check_records
 from .cpscan import Checkpoints, in_order, ordered, read_checkpoints
 from .interface import DEFAULT_LIMITS, AuditLimits, FormatError, VerificationResult
 from .keys import PublicKey
@@ -50,10 +50,17 @@ def _inline_records(region: object, data: Callable[[], bytes], first: int,
     return lambda: found
 
 
+def _chain_only(region: object, data: Callable[[], bytes], first: int,
+                skip: frozenset[int]) -> Callable[[], object]:
+    found = chain_only(data(), first, skip)
+    return lambda: found
+
+
 def run(log_chunks: Iterable[bytes], cp_chunks: Iterable[bytes] | None,
         keys: Sequence[PublicKey], anchors: Anchors, limits: AuditLimits,
-        pool: object = None, log_fd: int = -1) -> VerificationResult:
-    """The whole verification over two byte streams (``cp_chunks`` None: no sidecar)."""
+        pool: object = None, log_fd: int = -1, *, content: bool = True) -> VerificationResult:
+    """The whole verification over two byte streams (``cp_chunks`` None: no sidecar).
+    ``content=False``: no per-record content checks (integrity only)."""
     sub_cp = sub_rec = None
     if pool is not None:
         p = pool
@@ -72,7 +79,8 @@ def run(log_chunks: Iterable[bytes], cp_chunks: Iterable[bytes] | None,
 
     cps = read_checkpoints(cp_chunks or (), keys, limits, sub_cp)  # type: ignore[arg-type]
     try:
-        return _judge(cps, log_chunks, cp_chunks is None, anchors, limits, sub_rec)
+        return _judge(cps, log_chunks, cp_chunks is None, anchors, limits,
+                      sub_rec if content else _chain_only)
     finally:
         cps.rows.close()
 
@@ -132,11 +140,15 @@ def get_verification_result(log_path: Path, public_keys: Sequence[PublicKey],
                             limits: AuditLimits = DEFAULT_LIMITS,
                             witness_keys: Sequence[Cosigner] = (),
                             witness_state: Path | None = None,
-                            workers: int | None = None) -> VerificationResult:
+                            workers: int | None = None,
+                            content: bool = True) -> VerificationResult:
     """Verify the log at ``log_path``; tampering is reported in the result, not raised.
     Missing or malformed *inputs* (log file, keys, trusted checkpoints) raise ``InputError``.
     With ``witness_keys``, a checkpoint cosigned by one of them (from ``LOG.witness`` or
-    the witness's ``witness_state`` directory) must cover the log."""
+    the witness's ``witness_state`` directory) must cover the log. ``content=False``
+    checks integrity only - signatures, roots, chain, truncation, forks - and not each
+    record's content (canonical form, summary against verdict, schema): several times
+    faster, blind only to what a holder of the signing key could write anyway."""
     if not public_keys:
         raise InputError("at least one trusted public key is required")
     trusted = [load_trusted_checkpoint(t, public_keys, limits) for t in trusted_checkpoints]
@@ -158,9 +170,9 @@ def get_verification_result(log_path: Path, public_keys: Sequence[PublicKey],
         log_chunks = storage.iter_chunks(fd, sizes[0], log_path)
         cp_chunks = (storage.iter_chunks(cp_fd, sizes[1], cp_path)
                      if cp_fd is not None else None)
-        n = _workers(workers, sum(sizes))
+        n = _workers(workers, sum(sizes)) if content else 0
         if n == 0:
-            return run(log_chunks, cp_chunks, public_keys, anchors, limits)
+            return run(log_chunks, cp_chunks, public_keys, anchors, limits, content=content)
         from .pool import Pool
 
         with Pool(n, pass_fds=(fd,)) as pool:
