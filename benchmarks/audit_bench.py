@@ -51,7 +51,7 @@ from sandboxharness.audit import get_verification_result
 from sandboxharness.audit.keys import parse_public_key
 key = parse_public_key(sys.argv[2], where="key")
 start = time.perf_counter()
-r = get_verification_result(Path(sys.argv[1]), [key])
+r = get_verification_result(Path(sys.argv[1]), [key], content=sys.argv[3] == "full")
 took = time.perf_counter() - start
 print(json.dumps({"ok": r.ok, "size": r.size, "checkpoints": r.checkpoints, "s": took,
     "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
@@ -139,9 +139,9 @@ def _build(log: Path, signer: Signer, n: int, batch: int) -> float:
     return time.perf_counter() - start
 
 
-def _verify(log: Path, signer: Signer) -> dict[str, float]:
+def _verify(log: Path, signer: Signer, checks: str) -> dict[str, float]:
     proc = subprocess.run([sys.executable, "-c", _VERIFY, str(log),
-                           signer.public_key.to_vkey()], capture_output=True, text=True,
+                           signer.public_key.to_vkey(), checks], capture_output=True, text=True,
                           timeout=1800, check=True)
     out: dict[str, float] = json.loads(proc.stdout)
     if not out["ok"]:
@@ -154,14 +154,15 @@ def _kill_rounds(directory: Path, signer: Signer, rounds: int, writers: int) -> 
     from sandboxharness.audit.view import read_entries
 
     log, rng = directory / "killed.log", random.Random(20261201)  # noqa: S311 - jitter
-    acked: dict[int, str] = {}
+    record_verdict(sample_verdict(0, name="first"), log, signer)
+    acked: dict[int, str] = {0: "first"}
     torn = kills = 0
     for r in range(rounds):
         procs = [subprocess.Popen([sys.executable, str(HERE), "_loop", str(log),
                                    signer.to_private_text(), f"r{r}w{w}"],
                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
                  for w in range(writers)]
-        time.sleep(rng.uniform(1.0, 2.0))
+        time.sleep(rng.uniform(1.5, 3.0))  # interpreter start-up, then appends
         for p in procs:
             p.send_signal(signal.SIGKILL)
             kills += 1
@@ -180,6 +181,26 @@ def _kill_rounds(directory: Path, signer: Signer, rounds: int, writers: int) -> 
             "torn": torn, "size": result.size}
 
 
+def _burn(n: int) -> None:
+    total = 0
+    for i in range(n):
+        total += i
+
+
+def _free_cores() -> float:
+    """How many cores this run actually gets: two CPU-bound processes against one."""
+    code = f"import sys; sys.path.insert(0, {str(HERE.parent)!r}); import audit_bench as b; " \
+           "b._burn(15_000_000)"
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], check=True)
+    one = time.perf_counter() - start
+    start = time.perf_counter()
+    procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(2)]
+    for p in procs:
+        p.wait()
+    return 2 * one / (time.perf_counter() - start)
+
+
 def _machine(directory: Path, verify_dir: Path) -> list[str]:
     cpu = next((line.split(":", 1)[1].strip() for line in
                 Path("/proc/cpuinfo").read_text().splitlines()
@@ -187,7 +208,8 @@ def _machine(directory: Path, verify_dir: Path) -> list[str]:
     return [f"- date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
             f"- machine: {cpu}, {os.cpu_count()} CPUs, "
             f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB, "
-            f"Linux {platform.release()}, load average {os.getloadavg()[0]:.1f} at start",
+            f"Linux {platform.release()}, load average {os.getloadavg()[0]:.1f} at start "
+            f"(shared: two CPU-bound processes got {_free_cores():.2f} cores)",
             f"- Python {platform.python_version()}, cryptography {cryptography.__version__} "
             f"({openssl.openssl_version_text()})",
             f"- appends on {directory} (fsync median {_fsync_ms(directory):.2f} ms); "
@@ -198,13 +220,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--dir", type=Path, default=None, help="where appends are measured")
-    parser.add_argument("--verify-dir", type=Path,
-                        default=Path("/dev/shm") if Path("/dev/shm").is_dir() else None)
+    shm = Path("/dev/shm")  # noqa: S108 - tmpfs on purpose: scratch logs of up to 2 GB
+    parser.add_argument("--verify-dir", type=Path, default=shm if shm.is_dir() else None)
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     signer = Signer("bench", Ed25519PrivateKey.generate())
-    report: list[str] = ["# Audit log benchmark", ""]
+    report = _Report(args.out)
+    report += ["# Audit log benchmark", ""]
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp, \
             tempfile.TemporaryDirectory(dir=args.verify_dir) as vtmp:
         d, v = Path(tmp), Path(vtmp)
@@ -220,16 +243,17 @@ def main() -> None:
         rate, commits = _processes(d, signer, 8, 300)
         report.append(f"| 8 processes | `append` | {rate:.0f} | {commits} for 2400 |")
         report += ["", "## Verification (`get_verification_result`, fresh process)", "",
-                   "| records | checkpoints | build s | verify s | records/s | peak RSS MiB "
-                   "(main / each worker) |", "|---:|---:|---:|---:|---:|---:|"]
+                   "| records | checkpoints | checks | verify s | records/s | peak RSS MiB "
+                   "(main / each worker) |", "|---:|---:|---|---:|---:|---:|"]
         rows = [(n, 64) for n in args.sizes] + [(args.sizes[0], 1)]
         for n, batch in rows:
             log = v / f"verify-{n}-{batch}.log"
-            built = _build(log, signer, n, batch)
-            out = _verify(log, signer)
-            report.append(f"| {n:,} | {out['checkpoints']:,.0f} (1 per {batch}) | {built:.0f} | "
-                          f"{out['s']:.1f} | {n / out['s']:,.0f} | {out['rss'] / 1024:.0f} / "
-                          f"{out['workers_rss'] / 1024:.0f} |")
+            _build(log, signer, n, batch)
+            for checks in ("full", "integrity"):
+                out = _verify(log, signer, checks)
+                report.append(f"| {n:,} | {out['checkpoints']:,.0f} (1 per {batch}) | {checks} | "
+                              f"{out['s']:.1f} | {n / out['s']:,.0f} | {out['rss'] / 1024:.0f} "
+                              f"/ {out['workers_rss'] / 1024:.0f} |")
             for p in v.glob(log.name + "*"):
                 p.unlink()
         k = _kill_rounds(d, signer, args.rounds, 8)
@@ -238,10 +262,25 @@ def main() -> None:
                    "left a torn tail | log size at the end |", "|---:|---:|---:|---:|---:|---:|",
                    f"| {k['rounds']} | {k['kills']} | {k['acked']} | {k['lost']} | {k['torn']} | "
                    f"{k['size']} |"]
-    text = "\n".join(report) + "\n"
-    print(text, end="")
-    if args.out is not None:
-        args.out.write_text(text)
+
+
+class _Report(list[str]):
+    """Lines printed (and saved) as they come: a crash late in the run keeps the rest."""
+
+    def __init__(self, out: Path | None) -> None:
+        super().__init__()
+        self.out = out
+
+    def __iadd__(self, lines: object) -> _Report:  # type: ignore[override,misc]
+        for line in lines:  # type: ignore[attr-defined]
+            self.append(line)
+        return self
+
+    def append(self, line: str) -> None:
+        super().append(line)
+        print(line, flush=True)
+        if self.out is not None:
+            self.out.write_text("\n".join(self) + "\n")
 
 
 def _writer(log: str, key: str, worker: str, each: str, start_at: str) -> None:

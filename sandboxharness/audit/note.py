@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -17,6 +18,7 @@ from .interface import DEFAULT_LIMITS, FormatError
 from .keys import PublicKey, Signer, valid_name
 
 SIG_PREFIX = "\u2014 "  # em dash, space
+_CONTROL = re.compile("[\x00-\x09\x0b-\x1f]")
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,7 @@ def _check_text(text: str) -> None:
         raise FormatError("note text must end with a newline")
     if "\n\n" in text or text.startswith("\n"):
         raise FormatError("note text must not contain blank lines")
-    if any(ord(c) < 0x20 and c != "\n" for c in text):
+    if _CONTROL.search(text):
         raise FormatError("note text contains control characters")
 
 
