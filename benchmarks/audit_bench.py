@@ -53,9 +53,9 @@ key = parse_public_key(sys.argv[2], where="key")
 start = time.perf_counter()
 r = get_verification_result(Path(sys.argv[1]), [key], content=sys.argv[3] == "full")
 took = time.perf_counter() - start
+hwm = [int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM")]
 print(json.dumps({"ok": r.ok, "size": r.size, "checkpoints": r.checkpoints, "s": took,
-    "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-    "workers_rss": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))
+    "rss": hwm[0], "workers_rss": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))
 """
 
 
@@ -162,14 +162,26 @@ def _kill_rounds(directory: Path, signer: Signer, rounds: int, writers: int) -> 
                                    signer.to_private_text(), f"r{r}w{w}"],
                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
                  for w in range(writers)]
-        time.sleep(rng.uniform(1.5, 3.0))  # interpreter start-up, then appends
+        outs: list[list[str]] = [[] for _ in procs]
+        readers = [threading.Thread(target=lambda p=p, o=o: o.extend(p.stdout or []))
+                   for p, o in zip(procs, outs, strict=True)]
+        for t in readers:
+            t.start()
+        deadline = time.time() + 60
+        while not all(outs) and time.time() < deadline:  # every writer is appending
+            time.sleep(0.05)
+        time.sleep(rng.uniform(0.2, 1.0))  # then kill them all at a random moment
         for p in procs:
             p.send_signal(signal.SIGKILL)
             kills += 1
-        for p in procs:
-            for line in p.communicate(timeout=60)[0].splitlines():
-                index, name = line.split()
-                acked[int(index)] = name
+        for p, t in zip(procs, readers, strict=True):
+            p.wait(timeout=60)
+            t.join(timeout=60)
+        for o in outs:
+            for line in o:
+                if line.endswith("\n"):  # a line cut by the kill was never acknowledged
+                    index, name = line.split()
+                    acked[int(index)] = name
         result = get_verification_result(log, [signer.public_key])
         torn += result.torn_tail is not None
         if not result.ok:

@@ -86,6 +86,16 @@ def test_torn_tail_warns_and_strict_fails(setup: dict[str, Path]) -> None:
     assert code == 1
 
 
+def test_integrity_only_verification(setup: dict[str, Path]) -> None:
+    code, out, _ = cli("audit", "verify", setup["log"], "--public-key", setup["pub"],
+                       "--integrity-only")
+    assert code == 0 and out.startswith("OK: 5 record(s)")
+    setup["log"].write_bytes(setup["log"].read_bytes().replace(b'"index":3', b'"index":4', 1))
+    code, out, _ = cli("audit", "verify", setup["log"], "--public-key", setup["pub"],
+                       "--integrity-only")
+    assert code == 1 and out.startswith("TAMPERED: edited-record at record 3")
+
+
 def _unsigned_record(log: Path) -> bytes:
     """The next record, well-formed and chained, but never signed (an interrupted append)."""
     from datetime import UTC, datetime

@@ -33,9 +33,11 @@ def _lines(path: Path) -> list[bytes]:
     return path.read_bytes().splitlines(keepends=True)
 
 
+@pytest.mark.parametrize("content", [True, False], ids=["full", "integrity-only"])
 @pytest.mark.parametrize("batch", [1, 64])
 @pytest.mark.parametrize("at", [0, 5, 17, 28])
-def test_forged_insert_is_blamed_on_itself(tmp_path: Path, batch: int, at: int) -> None:
+def test_forged_insert_is_blamed_on_itself(tmp_path: Path, batch: int, at: int,
+                                           content: bool) -> None:
     """Attack: splice in a well-formed forged record whose index and prev continue the
     chain correctly (it links to the genuine record before it); the genuine records after
     it keep their bytes. The first finding names the forged record, not a neighbour."""
@@ -46,14 +48,16 @@ def test_forged_insert_is_blamed_on_itself(tmp_path: Path, batch: int, at: int) 
     forged = assemble(prepare(sample_verdict(1000, decision="promote")), index=at,
                       prev_leaf=prev, recorded_at=datetime.now(UTC))
     log.write_bytes(b"".join(lines[:at] + [forged + b"\n"] + lines[at:]))
-    result = get_verification_result(log, KEYS)
+    result = get_verification_result(log, KEYS, content=content)
     assert result.first is not None, result.summary()
     assert (result.first.kind, result.first.record) == (TamperKind.INSERTED, at), \
         result.first.line()
 
 
+@pytest.mark.parametrize("content", [True, False], ids=["full", "integrity-only"])
 @pytest.mark.parametrize("batch", [1, 64])
-def test_edit_is_named_exactly_in_batched_logs(tmp_path: Path, batch: int) -> None:
+def test_edit_is_named_exactly_in_batched_logs(tmp_path: Path, batch: int,
+                                               content: bool) -> None:
     """Attack: change one verdict byte of record 17 in a log whose checkpoints cover 64
     records each: the chain names record 17, not the batch's first record."""
     log = tmp_path / "audit.log"
@@ -61,7 +65,7 @@ def test_edit_is_named_exactly_in_batched_logs(tmp_path: Path, batch: int) -> No
     lines = _lines(log)
     lines[17] = lines[17].replace(b'"duration_s":0.4', b'"duration_s":0.5', 1)
     log.write_bytes(b"".join(lines))
-    result = get_verification_result(log, KEYS)
+    result = get_verification_result(log, KEYS, content=content)
     assert result.first is not None
     assert (result.first.kind, result.first.record) == (TamperKind.EDITED, 17), \
         result.first.line()
@@ -104,3 +108,30 @@ def test_fork_against_trusted_checkpoints_is_bounded_by_them(tmp_path: Path) -> 
     result = get_verification_result(forked, KEYS, [t for t in trusted if t])
     assert result.first is not None and result.first.kind == TamperKind.FORK
     assert (result.first.record, result.first.record_last) == (10, 29), result.first.line()
+
+
+def test_integrity_only_skips_content_but_not_integrity(tmp_path: Path) -> None:
+    """What --integrity-only gives up: a key holder's record whose summary disagrees with
+    its verdict, re-signed, passes it (the full check names it); anything the signatures
+    cover still fails it."""
+    from sandboxharness.audit.checkpoint import Checkpoint, parse_signed_checkpoint, \
+        sign_checkpoint
+    from sandboxharness.audit.merkle import root_hash
+
+    log = tmp_path / "audit.log"
+    _build(log, 3, 1)
+    cps = log.with_name("audit.log.checkpoints")
+    origin = parse_signed_checkpoint(split_sidecar(cps.read_bytes()).entries[0].text or ""
+                                     ).checkpoint.origin
+    lines = log.read_bytes().split(b"\n")[:-1]
+    lines[2] = lines[2].replace(b'"decision":"promote"', b'"decision":"reject"', 1)
+    log.write_bytes(b"".join(line + b"\n" for line in lines))
+    leaves = [hash_leaf(line) for line in lines]
+    cps.write_text("".join(sign_checkpoint(Checkpoint(origin, k, root_hash(leaves[:k])),
+                                           SIGNER) + "\n" for k in range(1, 4)))
+    full = get_verification_result(log, KEYS)
+    assert full.first is not None and full.first.kind == TamperKind.INCONSISTENT_RECORD
+    assert get_verification_result(log, KEYS, content=False).ok
+    log.write_bytes(log.read_bytes().replace(b'"seed":17', b'"seed":18', 1))
+    edited = get_verification_result(log, KEYS, content=False)
+    assert edited.first is not None and edited.first.record == 0
