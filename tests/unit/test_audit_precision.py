@@ -114,8 +114,7 @@ def test_integrity_only_skips_content_but_not_integrity(tmp_path: Path) -> None:
     """What --integrity-only gives up: a key holder's record whose summary disagrees with
     its verdict, re-signed, passes it (the full check names it); anything the signatures
     cover still fails it."""
-    from sandboxharness.audit.checkpoint import Checkpoint, parse_signed_checkpoint, \
-        sign_checkpoint
+    from sandboxharness.audit.checkpoint import Checkpoint, parse_signed_checkpoint, sign_checkpoint
     from sandboxharness.audit.merkle import root_hash
 
     log = tmp_path / "audit.log"
