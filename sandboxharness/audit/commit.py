@@ -95,7 +95,7 @@ class Writer:
 
     def _locked(self, d: storage.LogDir, fd: int, groups: list[list[Prepared]],
                 signer: Signer, cfg: Config) -> list[AppendResult]:
-        spool, ticket = Spool(d, self.name), None
+        spool = Spool(d, self.name)
         # Under contention, queue before taking the lock: whoever gets it next then sees
         # every waiting batch (taking a free lock first would commit alone, again and again).
         busy = time.monotonic() - self.contended < _CONTENTION_S
@@ -106,16 +106,17 @@ class Writer:
             except AuditError:
                 ticket = None  # no spool here (permissions): just wait for the lock
             try:
+                # Exclusive waiters are served one by one (shared ones could starve a
+                # leader); the first to get the lock writes every batch still queued.
                 storage.flock(fd, fcntl.LOCK_EX, self.path)
-            except AuditError:
                 if ticket is not None:
-                    spool.withdraw(ticket)
-                raise
+                    done = spool.take(ticket, signer, len(groups))
+                    if done is not None:
+                        return done
+            finally:
+                if ticket is not None:
+                    spool.withdraw(ticket)  # unanswered: this writer leads with its own
         st, own = d.lstat(self.name), os.fstat(fd)
-        if ticket is not None:
-            done = spool.take(ticket, signer, len(groups))
-            if done is not None:
-                return done
         if st is None or (st.st_ino, st.st_dev) != (own.st_ino, own.st_dev):
             self.cache = None
             raise AuditError(f"{self.path}: the log file was removed or replaced while this "

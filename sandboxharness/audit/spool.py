@@ -99,19 +99,22 @@ class Spool:
         return Ticket(name, fd, nonce)
 
     def take(self, ticket: Ticket, signer: Signer, count: int) -> list[AppendResult] | None:
-        """The answer to ``ticket`` if a leader wrote its batch; the ticket is closed."""
+        """The answer to ``ticket`` if a leader wrote its batch (the ticket is then closed);
+        None while there is none (the ticket stays queued)."""
         sfd = self._dir(create=False)
+        if sfd is None:
+            return None
         try:
-            if sfd is None:
-                return None
             data = _read(sfd, ticket.name[:-4] + ".done")
+            if data is None:
+                return None
             _unlink(sfd, ticket.name)
             _unlink(sfd, ticket.name[:-4] + ".done")
         finally:
-            if sfd is not None:
-                os.close(sfd)
-            os.close(ticket.fd)
-        if data is None or b"\n" not in data:
+            os.close(sfd)
+        os.close(ticket.fd)
+        ticket.fd = -1
+        if b"\n" not in data:
             return None
         mac, body = data.split(b"\n", 1)
         if not hmac.compare_digest(mac.decode(errors="replace"),
@@ -122,11 +125,14 @@ class Spool:
         return results if len(results) == count else None
 
     def withdraw(self, ticket: Ticket) -> None:
+        if ticket.fd < 0:
+            return
         sfd = self._dir(create=False)
         if sfd is not None:
             _unlink(sfd, ticket.name)
             os.close(sfd)
         os.close(ticket.fd)
+        ticket.fd = -1
 
     def collect(self, signer: Signer, room: int) -> list[Request]:
         """Live, authentic requests by holders of ``signer``'s key, up to ``room`` records."""
