@@ -28,7 +28,7 @@ from .interface import AppendResult, AuditLimits, FormatError
 from .keys import Signer
 from .merkle import hash_leaf
 from .records import Prepared, assemble, decode_record, is_torn_record, leaf_tag
-from .spool import Spool, check_spool_dir
+from .spool import Spool, Ticket, check_spool_dir
 
 ORIGIN_PREFIX = "sandboxharness.dev/audit/"
 _CONTENTION_S = 0.5
@@ -106,9 +106,12 @@ class Writer:
             except AuditError:
                 ticket = None  # no spool here (permissions): just wait for the lock
             try:
-                # Exclusive waiters are served one by one (shared ones could starve a
-                # leader); the first to get the lock writes every batch still queued.
-                storage.flock(fd, fcntl.LOCK_EX, self.path)
+                if ticket is None:
+                    storage.flock(fd, fcntl.LOCK_EX, self.path)
+                else:  # poll: an answer needs no lock, so the holder's next batch is full
+                    done = self._wait(fd, spool, ticket, signer, len(groups))
+                    if done is not None:
+                        return done
                 if ticket is not None:
                     done = spool.take(ticket, signer, len(groups))
                     if done is not None:
@@ -123,6 +126,18 @@ class Writer:
                              "writer waited for its lock; refusing to append "
                              "(run `audit verify`)")
         return self._lead(d, fd, spool, groups, signer, cfg)
+
+    def _wait(self, fd: int, spool: Spool, ticket: Ticket, signer: Signer, count: int
+              ) -> list[AppendResult] | None:
+        """Until the lock is ours (None) or a holder answered the queued batch."""
+        delay = 0.0001
+        while not storage.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, self.path):
+            done = spool.take(ticket, signer, count)
+            if done is not None:
+                return done
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.002)
+        return None
 
     def _lead(self, d: storage.LogDir, fd: int, spool: Spool, groups: list[list[Prepared]],
               signer: Signer, cfg: Config) -> list[AppendResult]:
