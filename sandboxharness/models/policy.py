@@ -92,6 +92,9 @@ class SamplingRules(FrozenModel):
     """Below this many samples per row the TVD is not judged (noise), and the details say so."""
     top_p_eps: float = Field(default=0.05, ge=0)
     """Slack at the nucleus boundary (FlashInfer-Bench's 5e-2)."""
+    budget_s: float = Field(default=60.0, gt=0, le=3600)
+    """Wall clock for the repeated calls of one case (at most a quarter of the run timeout):
+    past it the samples made so far are judged, and the details say how many per row."""
 
 
 class ComparisonOverride(FrozenModel):

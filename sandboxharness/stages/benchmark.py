@@ -16,12 +16,13 @@ from .execute import CallResult, RoleRun
 from .state import may_update_inputs
 
 # The worker's times against the span the host saw between each timed call's ``ready`` and
-# ``done`` frames: the median span may exceed twice the median reported time by no more than a
-# fixed allowance (the L2 flush, events, the frames, a late wake-up of the host). Medians, so a
-# scheduler stall on some calls never rejects an honest kernel; a clock that claims a fraction
-# of the real time on most calls shows from a few milliseconds per call up.
+# ``done`` frames. Host-side spans only ever run long (the worker preempted after a frame, a
+# late wake-up of the host on a busy machine), so the *shortest* span stands for the call: it
+# may exceed twice the median reported time by no more than a fixed allowance (the flush,
+# events, frames, a scheduler slice). A clock that claims a fraction of the real time shows
+# from about ten milliseconds per call up; no stall on some calls rejects an honest kernel.
 SPAN_FACTOR = 2.0
-SPAN_ALLOWANCE_S = 0.003
+SPAN_ALLOWANCE_S = 0.005
 
 
 # Without per-call spans (a worker that sends none): the whole batch against the host's span
@@ -40,10 +41,10 @@ def clock_disagrees(times: list[float], spans: list[float]) -> str | None:
     """Why the worker's times cannot be true against the host's per-call spans, or None."""
     if len(spans) != len(times) or not times:
         return None
-    t, s = statistics.median(times), statistics.median(spans)
+    t, s = statistics.median(times), min(spans)
     if s > SPAN_FACTOR * t + SPAN_ALLOWANCE_S:
-        return (f"median timed call reported {t * 1e3:.3f} ms while the host saw it take "
-                f"{s * 1e3:.3f} ms")
+        return (f"median timed call reported {t * 1e3:.3f} ms while the host saw even the "
+                f"shortest take {s * 1e3:.3f} ms")
     return None
 
 

@@ -18,8 +18,9 @@ from .cases import Case
 from .compare_modes import resolve
 from .sampling import _NEEDS, thresholding
 
-MAX_ROWS_PER_CALL = 10_000
-"""Rows of a tiled call: a bounded batch, however many samples per row are asked for."""
+MAX_ROWS_PER_CALL = 2048
+"""Rows of a tiled call: a bounded batch, however many samples per row are asked for (and a
+short call, so the time budget is kept to within about one call)."""
 
 
 def sample_request(definition: Definition, case: Case, policy: Policy) -> dict[str, Any] | None:
@@ -46,4 +47,5 @@ def sample_request(definition: Definition, case: Case, policy: Policy) -> dict[s
     tiled_outputs = [{**o, "shape": [int(o["shape"][0]) * tile, *o["shape"][1:]]}
                      if o.get("shape") and o["shape"][0] == batch else o for o in outs]
     return {"tile": tile, "calls": calls, "tile_inputs": tiled,
+            "budget_s": min(resolved.sampling.budget_s, policy.limits.run_timeout_s / 4),
             "tiled_case": {"inputs": case.payload["inputs"], "outputs": tiled_outputs}}

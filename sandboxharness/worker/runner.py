@@ -212,8 +212,9 @@ class Worker:
                 "bound": bound, "launches": launches}
 
     def op_sample(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """One call as ``call`` (its results bound at once, in a frame), then ``calls`` more on
-        the batch tiled ``tile`` times; the first output of each is stacked as ``rep.<name>``."""
+        """One call as ``call`` (its results bound at once, in a frame), then up to ``calls``
+        more on the batch tiled ``tile`` times, within ``budget_s``; the first output of each
+        is stacked as ``rep.<name>``."""
         import torch
 
         case, tile, tiled_case = msg["case"], int(msg["tile"]), msg["tiled_case"]
@@ -232,8 +233,11 @@ class Worker:
                  if it["name"] in names and type(v) is torch.Tensor else v
                  for it, v in zip(case["inputs"], inputs, strict=True)]
         out0 = case["outputs"][0]
-        reps = []
+        reps: list[Any] = []
+        budget, t_start = float(msg.get("budget_s", 60.0)), _clock()
         for _ in range(int(msg["calls"])):
+            if reps and _clock() - t_start > budget:
+                break  # what it has is judged; the details say how many samples per row
             got, _ = self._invoke(tiled, tiled_case)
             if not got or type(got[0]) is not torch.Tensor or instance_attributes(got[0]):
                 raise TypeError(f"repeated call returned no plain tensor for {out0['name']!r}")

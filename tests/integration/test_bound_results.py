@@ -286,11 +286,12 @@ def test_honest_triton_reference_kernel_is_promoted(ev) -> None:
 
 
 def test_clock_check_is_meaningful_for_short_spans() -> None:
-    """The host's per-call spans catch a clock that claims a fraction of a few milliseconds
-    (the old batch-level floor was negative below ~240 ms), and a late wake-up of the host on
-    some calls never rejects."""
+    """The host's per-call spans catch a clock that claims a fraction of some ten
+    milliseconds (the old batch-level floor was negative below ~240 ms in all), while a busy
+    host (every span a scheduler slice long, or stalls on some calls) never rejects."""
     honest = [0.004] * 10
     assert clock_disagrees(honest, [0.0042] * 10) is None
     assert clock_disagrees(honest, [0.0042] * 7 + [0.080] * 3) is None  # stalls on 3 calls
-    assert clock_disagrees([0.0004] * 10, [0.0042] * 10) is not None  # claims a tenth
+    assert clock_disagrees([0.0002] * 2, [0.0042] * 2) is None  # loaded host, tiny kernel
+    assert clock_disagrees([0.002] * 10, [0.020] * 10) is not None  # claims a tenth of 20 ms
     assert clock_disagrees([0.00002] * 10, [0.0004] * 10) is None  # tiny kernels: no verdict
