@@ -119,7 +119,8 @@ def judge(definition: Definition, policy: Policy, cand: RoleRun, ref: RoleRun,
                                       data_dir)
         state = stats.pop(_STATE_KEY, None)
         entry["trials"].append({"seed": call.seed, "dist": call.case.dist(call.seed),
-                                "status": code.value if code else "PASSED", "outputs": stats, **({"state_inputs": state} if state else {})})
+                                "status": code.value if code else "PASSED", "outputs": stats,
+                                **({"state_inputs": state} if state else {})})
         if code is not None and not any(r.code == code for r in reasons):
             where = "held-out size" if call.case.heldout else "workload"
             reasons.append(Reason(code=code, stage=Stage.CORRECTNESS,
