@@ -183,13 +183,8 @@ class Writer:
             return self.cache[0].copy(), True
         where = (self.path, d.where(self.names[".checkpoints"]))
         state_name = self.names[".state"]
-        raw = None
-        if d.lstat(state_name) is not None:
-            sfd = d.open(state_name, os.O_RDONLY, action="cannot read")
-            try:
-                raw = storage.pread(sfd, 1 << 20, 0, d.where(state_name))
-            finally:
-                os.close(sfd)
+        d.lstat(state_name)  # refuses a symlink
+        raw = d.read_optional(state_name, 1 << 20)
         state = decode_state(raw) if raw is not None else None
         head = head_from_state(state, fd, cps_fd, signer, cfg.limits, where) if state else None
         if head is None:

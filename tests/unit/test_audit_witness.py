@@ -81,7 +81,7 @@ def test_cosignature_line_is_c2sp_cosignature_v1(setup: tuple[Path, Path]) -> No
 
 def test_witness_key_formats(tmp_path: Path) -> None:
     vkey = cosigner_of(WITNESS).vkey()
-    assert base64.b64decode(vkey.split("+")[2])[0] == 0x04  # C2SP cosignature/v1 vkey type
+    assert base64.b64decode(vkey.split("+", 2)[2])[0] == 0x04  # C2SP cosignature/v1 vkey type
     assert parse_witness_key(vkey, where="k") == cosigner_of(WITNESS)
     assert parse_witness_key(WITNESS.public_key.to_vkey(), where="k") == cosigner_of(WITNESS)
     with pytest.raises(InputError):
