@@ -26,8 +26,16 @@ threat model are in ``FORMAT.md``; checking with standard tools in ``REVIEWER.md
 from __future__ import annotations
 
 from .attest import make_attestation, verify_attestation
-from .commit import AuditRepairWarning, StateWarning
-from .interface import AppendResult, AuditLimits, Finding, TamperKind, TornTail, VerificationResult
+from .interface import (
+    AppendResult,
+    AuditLimits,
+    AuditRepairWarning,
+    Finding,
+    StateWarning,
+    TamperKind,
+    TornTail,
+    VerificationResult,
+)
 from .keys import (
     DevelopmentKeyWarning,
     KeyFiles,

@@ -24,7 +24,7 @@ from ..errors import AuditError
 from . import storage
 from .checkpoint import Checkpoint, sign_checkpoint
 from .head import Head, decode_state, empty_head, encode_state, head_from_files, head_from_state
-from .interface import AppendResult, AuditLimits, FormatError
+from .interface import AppendResult, AuditLimits, AuditRepairWarning, FormatError, StateWarning
 from .keys import Signer
 from .merkle import hash_leaf
 from .records import Prepared, assemble, decode_record, is_torn_record, leaf_tag
@@ -32,14 +32,6 @@ from .spool import Spool, Ticket, check_spool_dir
 
 ORIGIN_PREFIX = "sandboxharness.dev/audit/"
 _CONTENTION_S = 0.5
-
-
-class AuditRepairWarning(UserWarning):
-    """A writer moved a crashed writer's unsigned tail to ``LOG.torn``."""
-
-
-class StateWarning(UserWarning):
-    """``LOG.state`` was missing or did not match: the head was rebuilt from the files."""
 
 
 @dataclass(frozen=True)

@@ -189,6 +189,14 @@ class AppendResult:
     """All indices written by this append (a batch writes several)."""
 
 
+class AuditRepairWarning(UserWarning):
+    """A writer moved a crashed writer's unsigned tail to ``LOG.torn``."""
+
+
+class StateWarning(UserWarning):
+    """``LOG.state`` was missing or did not match: the head was rebuilt from the files."""
+
+
 class FormatError(ValueError):
     """Internal: a byte string is not in the expected format. Never escapes the package:
     callers turn it into a :class:`Finding` (log content) or an ``InputError`` (user file)."""
