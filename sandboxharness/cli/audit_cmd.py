@@ -16,7 +16,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import InputError
-from .audit_common import _clean, _cli, _line, _out
+from .audit_common import KeysOpt, _clean, _cli, _line, _out
+from .audit_witness_cmd import witness_cmd
 
 if TYPE_CHECKING:
     from ..audit import PublicKey, VerificationResult
@@ -27,8 +28,6 @@ keys_app = typer.Typer(no_args_is_help=True, add_completion=False,
                        help="Ed25519 keys for audit checkpoints and attestations.")
 
 LogArg = Annotated[Path, typer.Argument(help="The audit log (JSON lines).")]
-KeysOpt = Annotated[list[Path], typer.Option(
-    "--public-key", help="Trusted public key (.pub vkey or .pub.pem); repeat after a rotation.")]
 
 
 class Decision(StrEnum):
@@ -275,4 +274,4 @@ def generate_cmd(
         _line(f"public PEM:  {files.public_pem}  (for openssl)")
 
 
-from . import audit_witness_cmd  # noqa: E402,F401 - registers `audit witness` on audit_app
+audit_app.command("witness")(witness_cmd)

@@ -5,11 +5,16 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
 
 from ..errors import HarnessError
+
+KeysOpt = Annotated[list[Path], typer.Option(
+    "--public-key", help="Trusted public key (.pub vkey or .pub.pem); repeat after a rotation.")]
 
 _out = Console(highlight=False, soft_wrap=True)
 _err = Console(stderr=True, highlight=False, soft_wrap=True)

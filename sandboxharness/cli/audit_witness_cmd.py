@@ -8,11 +8,9 @@ from typing import Annotated
 
 import typer
 
-from .audit_cmd import KeysOpt, audit_app
-from .audit_common import _clean, _cli, _line
+from .audit_common import KeysOpt, _clean, _cli, _line
 
 
-@audit_app.command("witness")
 def witness_cmd(
     log: Annotated[Path, typer.Option("--log", help="The audit log to witness.")],
     public_key: KeysOpt,
