@@ -24,7 +24,7 @@ from tests.conftest import TRITON_RMS, fast_policy
 RMS = "def _rms(x, w):\n    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w\n"
 
 
-def _sandbox(name: str):  # type: ignore[no-untyped-def]
+def sandbox_for(name: str):  # type: ignore[no-untyped-def]
     if name == "process":
         return None
     from sandboxharness.sandbox.docker import DockerSandbox
@@ -40,7 +40,7 @@ def _sandbox(name: str):  # type: ignore[no-untyped-def]
 @pytest.fixture(params=["process", pytest.param("docker", marks=[pytest.mark.docker,
                                                                   pytest.mark.slow])])
 def ev(request, tiny_def_path: Path, tiny_wl_path: Path, write_solution):  # type: ignore[no-untyped-def]
-    sandbox = _sandbox(request.param)
+    sandbox = sandbox_for(request.param)
 
     def run(code: str, **kw: object) -> Verdict:
         sol = load_solution(write_solution(code, **kw))
@@ -51,6 +51,14 @@ def ev(request, tiny_def_path: Path, tiny_wl_path: Path, write_solution):  # typ
     yield run
     if sandbox is not None:
         sandbox.close()
+
+
+REMEMBER_SAVE_PATH = (  # the cheat walks the frames to the worker's request: where it saves
+    "    f = sys._getframe(1)\n"
+    "    while f is not None and 'msg' not in f.f_locals:\n"
+    "        f = f.f_back\n"
+    "    if f is not None and 'save' in f.f_locals['msg']:\n"
+    "        _paths.append(f.f_locals['msg']['save'])\n")
 
 
 def codes(v: Verdict) -> set[str]:
@@ -64,11 +72,7 @@ def test_atexit_rewrites_saved_outputs(ev) -> None:
     findings on outputs checked after the process exits."""
     code = ("import atexit, sys, torch\n" + RMS + "_paths = []\n"
             "def run(x, w):\n"
-            "    f = sys._getframe(1)\n"
-            "    while f is not None and 'msg' not in f.f_locals:\n"
-            "        f = f.f_back\n"
-            "    if f is not None and 'save' in f.f_locals['msg']:\n"
-            "        _paths.append(f.f_locals['msg']['save'])\n"
+            + REMEMBER_SAVE_PATH +
             "    return torch.zeros_like(x)\n"
             "def _rewrite():\n"
             "    from safetensors.torch import load_file, save_file\n"
@@ -98,11 +102,7 @@ def test_weakref_finalizer_rewrites_saved_outputs(ev) -> None:
             "        save_file(t, p)\n"
             "weakref.finalize(_anchor, _rewrite, _paths)\n"
             "def run(x, w):\n"
-            "    f = sys._getframe(1)\n"
-            "    while f is not None and 'msg' not in f.f_locals:\n"
-            "        f = f.f_back\n"
-            "    if f is not None and 'save' in f.f_locals['msg']:\n"
-            "        _paths.append(f.f_locals['msg']['save'])\n"
+            + REMEMBER_SAVE_PATH +
             "    return torch.zeros_like(x)\n")
     v = ev(code, dps=False, language="python")
     assert codes(v) == {"INTEGRITY_VIOLATION"}, v.reasons

@@ -4,7 +4,6 @@ honest may be rejected by the defenses against the cheat classes (issue 16)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ from sandboxharness.api import default_policy
 from sandboxharness.intake import load_definition, load_solution, load_workloads
 from sandboxharness.pipeline import Harness
 from tests.conftest import TRITON_RMS
-from tests.integration.test_bound_results import MULTI_KERNEL
+from tests.integration.test_bound_results import MULTI_KERNEL, sandbox_for
 
 pytestmark = pytest.mark.slow
 
@@ -33,26 +32,13 @@ CONTROLS = {
 }
 
 
-def _sandbox(name: str):  # type: ignore[no-untyped-def]
-    if name == "process":
-        return None
-    from sandboxharness.sandbox.docker import DockerSandbox
-
-    ok, why = DockerSandbox.available(runtime="runc")
-    if not ok:
-        if os.environ.get("SANDBOXHARNESS_REQUIRE_DOCKER") == "1":
-            pytest.fail(f"Docker backend required but unavailable: {why}")
-        pytest.skip(f"Docker backend unavailable: {why}")
-    return DockerSandbox(runtime="runc")
-
-
 @pytest.mark.parametrize("backend", ["process", pytest.param("docker", marks=pytest.mark.docker)])
 @pytest.mark.parametrize("control", sorted(CONTROLS))
 def test_honest_control_is_promoted_under_the_default_policy(
         control: str, backend: str, tiny_def_path: Path, tiny_wl_path: Path,
         write_solution) -> None:  # type: ignore[no-untyped-def]
     code, dps, language = CONTROLS[control]
-    sandbox = _sandbox(backend)
+    sandbox = sandbox_for(backend)
     policy = default_policy()
     try:
         harness = Harness(policy, sandbox=sandbox) if sandbox else Harness(policy)
