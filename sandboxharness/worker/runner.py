@@ -101,7 +101,7 @@ class Worker:
         self.kept: list[tuple[list[Any], list[Any]]] = []
         """Timed calls: (outputs, inputs) of each, held until the host picks the sampled ones."""
         self.held: list[tuple[str, dict[str, Any], list[Any]]] = []
-        """Correctness calls: (save path, outputs), re-digested at ``recheck``."""
+        """Correctness calls: (save path, case, outputs), re-digested at ``recheck``."""
         self.bench_case: dict[str, Any] = {}
         self.gpu: Any = None  # worker.gputimer.GpuTimer on CUDA devices, else None
         self.launches = LaunchCounter()
@@ -142,9 +142,13 @@ class Worker:
 
     @staticmethod
     def _bind(named: dict[str, Any]) -> dict[str, str]:
-        """Digests of the outputs and of the inputs, separately (see ``binding``)."""
-        return {"out": digest({k: v for k, v in named.items() if k.startswith("out.")}),
-                "in": digest({k: v for k, v in named.items() if k.startswith("in.")})}
+        """Digests of the outputs and of the inputs, separately (see ``binding``): of the
+        tensors as they are now, read through unbound methods, no copy kept."""
+        import torch
+
+        plain = {k: v for k, v in named.items() if type(v) is torch.Tensor}
+        return {"out": digest({k: v for k, v in plain.items() if k.startswith("out.")}),
+                "in": digest({k: v for k, v in plain.items() if k.startswith("in.")})}
 
     @staticmethod
     def _write(path: str, plain: dict[str, Any]) -> None:
@@ -241,7 +245,7 @@ class Worker:
             got, _ = self._invoke(tiled, tiled_case)
             if not got or type(got[0]) is not torch.Tensor or instance_attributes(got[0]):
                 raise TypeError(f"repeated call returned no plain tensor for {out0['name']!r}")
-            reps.append(_RESHAPE(plain_cpu(got[0]), (tile, *out0["shape"])))
+            reps.append(_RESHAPE(_CLONE(plain_cpu(got[0])), (tile, *out0["shape"])))
         rep = {f"rep.{out0['name']}": torch.cat(reps)}
         self._write(msg["save"], {**first, **rep})
         bound["rep"] = digest(rep)
@@ -252,7 +256,7 @@ class Worker:
         """Digests of every earlier call's outputs now: an output that aliases storage the
         candidate reused or rewrote since its call no longer matches what was bound then."""
         gc.disable()
-        now = {path: self._bind(self._plain(self._named(case, outs, None)))["out"]
+        now = {path: self._bind(self._named(case, outs, None))["out"]
                for path, case, outs in self.held}
         self.held = []
         return {"ok": True, "digests": now}
@@ -272,8 +276,8 @@ class Worker:
         if self.gpu is not None:
             self.gpu.fresh([inputs])
         gc.disable()
-        self._progress(stage="ready", i=i, **{"in": self._bind(self._plain(
-            self._named(self.bench_case, [], inputs)))["in"]})
+        self._progress(stage="ready", i=i,
+                       **{"in": self._bind(self._named(self.bench_case, [], inputs))["in"]})
         _sync(self.hello["device"])
         self.launches.take()
         return inputs
@@ -284,7 +288,7 @@ class Worker:
         self._progress(stage="done", i=i, launches=self.launches.take())
         named = self._named(self.bench_case, outs, inputs)
         self._progress(stage="bound", i=i, described=[_describe(o) for o in outs],
-                       **self._bind(self._plain(named)))
+                       **self._bind(named))
         self.kept.append((outs, inputs))
 
     def op_timed(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -301,7 +305,7 @@ class Worker:
                 times.append(elapsed)
             reply = {"ok": True, "times_s": times}
         gc.disable()
-        reply["re_out"] = [self._bind(self._plain(self._named(self.bench_case, o, None)))["out"]
+        reply["re_out"] = [self._bind(self._named(self.bench_case, o, None))["out"]
                            for o, _ in self.kept]
         return reply
 
