@@ -30,7 +30,9 @@ def _loop(log: Path, key: Path, first: int) -> None:
     i = first
     while True:
         result = record_verdict(sample_verdict(i, name=f"v{i}"), log, signer)
-        print(result.index, i, flush=True)
+        # one write per line: unbuffered stdout would otherwise split it at the kill
+        sys.stdout.write(f"{result.index} {i}\n")
+        sys.stdout.flush()
         i += 1
 
 
@@ -78,7 +80,8 @@ def test_sigkill_at_random_times(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGKILL)
         out, err = proc.communicate(timeout=60)
         assert proc.returncode == -signal.SIGKILL, err
-        for line in out.splitlines():
+        complete = out[: out.rfind("\n") + 1]  # a line cut by the kill was never acknowledged
+        for line in complete.splitlines():
             index, number = map(int, line.split())
             acked[index] = number
         result = get_verification_result(log, pubs)
