@@ -1,11 +1,13 @@
-"""RFC 8785 (JCS) canonical JSON, fast: the C ``json`` encoder where it provably writes
-the same bytes as RFC 8785, the pure-Python ``rfc8785`` package everywhere else.
+"""RFC 8785 (JCS) canonical JSON, fast: a C encoder where it provably writes the same
+bytes as RFC 8785, the pure-Python ``rfc8785`` package everywhere else.
 
-The two agree on every value except: floats Python writes with an exponent or as
-``X.0`` (ES6 writes ``1e-7``, ``2``), integers of 16 digits or more (RFC 8785 allows only
-I-JSON integers, |n| < 2**53), and strings or keys beyond the BMP (RFC 8785 sorts keys
-by UTF-16 code units). Output with such a number token or any 4-byte UTF-8 sequence goes
-the slow way; both directions (writing, checking) use the same test.
+Writing uses the stdlib's C encoder (it refuses NaN; orjson would write ``null``);
+checking a log line parses and re-encodes it with orjson (5x faster, the verifier's
+main cost). Both agree with RFC 8785 on every value except: floats written with an
+exponent or as ``X.0`` (ES6 writes ``1e-7``, ``2``), integers of 16 digits or more
+(RFC 8785 allows only I-JSON integers, |n| < 2**53), and strings or keys beyond the BMP
+(RFC 8785 sorts keys by UTF-16 code units). Bytes with such a number token or any 4-byte
+UTF-8 sequence go the slow way; both directions use the same test (:func:`_risky`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import json
 import re
 from typing import Any
 
+import orjson
 import rfc8785
 
 # a number token (before ',' ']' '}') Python may write differently from ES6: "2.0",
@@ -28,11 +31,22 @@ _DIGITS = bytes(48 if chr(c).isdigit() and c < 128 else 58 if chr(c) in ":,[" el
 _LONG_INT, _LONG_NEG = b":" + b"0" * 16, b":-" + b"0" * 16
 
 
-def _risky(data: bytes) -> bool:
+def _scan(data: bytes) -> bool:
     if _INTEGRAL.search(data) or _EXP_LOWER.search(data) or _EXP_UPPER.search(data):
         return True
     mapped = data.translate(_DIGITS)
     return _LONG_INT in mapped or _LONG_NEG in mapped
+
+
+def _risky(data: bytes) -> bool:
+    """Whether ``data`` (JSON) may hold such a number token. Without an escaped quote,
+    every '"' delimits a string, so the text between strings is numbers, punctuation and
+    literals: any 'e' left there once true/false are gone is an exponent."""
+    if b'\\"' in data:
+        return _scan(data)
+    between = b"".join(data.split(b'"')[::2]).replace(b"true", b"").replace(b"false", b"")
+    return b"e" in between or b"E" in between or _scan(between)
+
 _NON_BMP = re.compile(rb"[\xf0-\xff]")
 _encode = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                            allow_nan=False, check_circular=False).encode
@@ -44,34 +58,19 @@ class Undecided(Exception):  # noqa: N818 - a signal, not an error
     """The fast path cannot tell: use ``rfc8785``."""
 
 
-def _float(literal: str) -> float:
-    value = float(literal)
-    if "e" in literal or "E" in literal or literal.endswith(".0") or 0 < abs(value) < 1e-4:
+def loads(data: bytes) -> Any:
+    """Parse UTF-8 bytes for :func:`same`, raising :class:`Undecided` when a number token
+    may be one Python or orjson writes differently from ES6 (exponents, "2.0", 16+
+    digits) or a character lies beyond the BMP: only ``rfc8785`` can judge those."""
+    if _risky(data) or not (data.isascii() or not _NON_BMP.search(data)):
         raise Undecided
-    return value
-
-
-def _int(literal: str) -> int:
-    if len(literal) > 15:
-        raise Undecided
-    return int(literal)
-
-
-_decode = json.JSONDecoder(parse_float=_float, parse_int=_int).decode
-
-
-def loads(data: bytes) -> tuple[Any, str]:
-    """``json.loads`` of UTF-8 bytes (and the text), raising :class:`Undecided` for a
-    number whose ES6 form Python's encoder would not write (so :func:`same` can compare
-    by re-encoding)."""
-    text = data.decode("utf-8")
-    return _decode(text), text
+    return orjson.loads(data)
 
 
 def encode(obj: Any) -> bytes:
-    """The C encoder's bytes, unchecked: RFC 8785 for a value parsed by :func:`loads` from
+    """Compact sorted bytes, unchecked: RFC 8785 for a value parsed by :func:`loads` from
     a line :func:`same` accepted (its numbers and characters were checked there)."""
-    return _encode(obj).encode()
+    return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
 
 
 def _integral(obj: Any) -> Any:
@@ -107,13 +106,11 @@ def dumps(obj: Any) -> bytes:
     return rfc8785.dumps(obj)
 
 
-def same(text: str, obj: Any) -> bool | None:
-    """Whether ``text`` is exactly the RFC 8785 form of ``obj``, parsed from it by
-    :func:`loads`: True/False when the fast encoder can tell, None when only
-    ``rfc8785`` can (characters beyond the BMP, NaN)."""
-    if not text.isascii() and any(ord(c) > 0xFFFF for c in text):
-        return None
+def same(data: bytes, obj: Any) -> bool | None:
+    """True when ``data`` is exactly the RFC 8785 form of ``obj``, parsed from it by
+    :func:`loads`; None when the fast encoder cannot tell (``rfc8785`` must judge, and
+    rejects what is not canonical: duplicate keys, spaces, unsorted keys)."""
     try:
-        return _encode(obj) == text
-    except (ValueError, TypeError, UnicodeEncodeError, RecursionError):
+        return True if encode(obj) == data else None
+    except (orjson.JSONEncodeError, RecursionError):
         return None

@@ -194,7 +194,9 @@ def test_fast_canonical_json_is_rfc8785(value: object) -> None:
 
 
 @pytest.mark.parametrize("number", ["2.0", "1e-7", "0.00001", "1e+21", "9007199254740993",
-                                    "-0.0", "1.5E3"])
+                                    "-0.0", "1.5E3", "1e16", "1E16", "1e21", "1e-5",
+                                    "123456789012345678901234567890",
+                                    "1e400", "-0", "0.10"])
 def test_numbers_the_fast_path_cannot_judge_go_the_strict_way(number: str) -> None:
     """Floats Python prints differently from ES6, and integers beyond I-JSON, are judged
     by rfc8785 itself: accepted only in their exact RFC 8785 form."""
@@ -211,3 +213,19 @@ def test_numbers_the_fast_path_cannot_judge_go_the_strict_way(number: str) -> No
     else:
         with pytest.raises(FormatError):
             parse_record(edited)
+
+
+@pytest.mark.parametrize("text", ['a\\"b', 'e\\"', '\\\\', 'x"1e16'])
+@pytest.mark.parametrize("number", ["1e16", "2.0", "1.5"])
+def test_numbers_beside_escaped_quotes_are_still_judged(text: str, number: str) -> None:
+    """The fast scan reads number tokens between strings; an escaped quote in a string
+    must not hide an exponent or an integral float next to it."""
+    rec = build_record(sample_verdict(0), index=0, prev_leaf=None, recorded_at=WHEN)
+    rec["verdict"] = {"a": text, "b": 7, "c": text}
+    line = rfc8785.dumps(rec).replace(b'"b":7', b'"b":' + number.encode(), 1)
+    canonical = rfc8785.dumps(json.loads(line)) == line
+    if canonical:
+        parse_record(line)
+    else:
+        with pytest.raises(FormatError):
+            parse_record(line)
