@@ -52,7 +52,7 @@ def record(verdict: Verdict, log: Path | None, attestation: Path | None,
     if attestation is not None:
         import json
 
-        from .main import write_atomic
+        from .output import write_atomic
 
         envelope = audit.make_attestation(verdict, signer, audit=appended)
         write_atomic(attestation, json.dumps(envelope, indent=2))

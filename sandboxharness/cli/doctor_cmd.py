@@ -1,7 +1,8 @@
 """``sandboxharness doctor``: what this machine offers for isolation and GPU work.
 
-Thin: the checks live in ``_internal.probe`` (each one really tries the thing); this module
-renders them. Always exits 0: a missing layer is information, not an error.
+Thin: the checks live in ``sandbox.capabilities`` (each one really tries the thing) and are
+gathered by ``doctor_report``; this module renders them. Always exits 0: a missing layer is
+information, not an error.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def doctor(
 ) -> None:
     """What this machine offers (namespaces, seccomp, cgroups, docker, gVisor, GPU, CUDA
     tools), checked by really trying, and which backend ``auto`` picks. Exit 0."""
-    from .._internal.probe import report
+    from .doctor_report import report
 
     rep = report()
     if json_out:

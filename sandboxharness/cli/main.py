@@ -11,12 +11,13 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, NoReturn
 
 import typer
 
 from ..errors import HarnessError, InputError, Interrupted, one_line
 from . import signals
+from .output import dumps, write_atomic
 from .render import console
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -40,25 +41,6 @@ def fail(exc: BaseException) -> NoReturn:
     if os.environ.get("SANDBOXHARNESS_DEBUG"):
         raise exc
     raise typer.Exit(3)
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Whole file or nothing: never a half-written output."""
-    path = path.resolve()
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def dumps(obj: Any) -> str:
-    return json.dumps(obj, indent=None, separators=(",", ":"), allow_nan=True)
 
 
 @app.command()

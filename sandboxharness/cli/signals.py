@@ -25,10 +25,14 @@ HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _state = {"fired": 0, "deferred": 0}
 
 
+# where the process backend registers its live children (the doctor's probes start some too)
+_CHILDREN = "sandboxharness.sandbox._child"
+
+
 def _stop_sandboxes() -> None:
-    process = sys.modules.get("sandboxharness.sandbox.process")
-    if process is not None:  # never imported: nothing was started
-        process.kill_running()
+    children = sys.modules.get(_CHILDREN)
+    if children is not None:  # never imported: nothing was started
+        children.kill_running()
 
 
 def _handler(signum: int, _frame: FrameType | None) -> None:
@@ -42,9 +46,9 @@ def _handler(signum: int, _frame: FrameType | None) -> None:
 
 def reap() -> None:
     """After an interrupt: reap any sandboxed process whose owner was unwound past."""
-    process = sys.modules.get("sandboxharness.sandbox.process")
-    if process is not None:
-        process.reap_all()
+    children = sys.modules.get(_CHILDREN)
+    if children is not None:
+        children.reap_all()
 
 
 @contextlib.contextmanager

@@ -36,7 +36,7 @@ def select_backend(name: str, policy: Policy, *,
     Raises ``SandboxError`` if the backend cannot run here, ``PolicyError`` if it lacks an
     isolation layer the policy requires.
     """
-    from .._internal import probe
+    from . import capabilities
     from .process import ProcessSandbox
 
     if name not in BACKENDS:
@@ -44,14 +44,14 @@ def select_backend(name: str, policy: Policy, *,
     backend: Sandbox
     if name == "docker":
         backend = _docker(policy.sandbox.docker_runtime)
-    elif name == "process" or probe.namespaces().ok:
+    elif name == "process" or capabilities.namespaces().ok:
         backend = ProcessSandbox(hidden_paths=hidden_paths)
     else:
         try:
             backend = _docker(policy.sandbox.docker_runtime)
         except SandboxError:
             plain = ProcessSandbox(hardened=False, hidden_paths=hidden_paths)
-            plain.note(f"auto: no user namespaces ({probe.namespaces().detail}) and no "
+            plain.note(f"auto: no user namespaces ({capabilities.namespaces().detail}) and no "
                        "docker backend: plain process sandbox")
             backend = plain
     missing = [layer for layer in policy.sandbox.require if layer not in backend.isolation()]

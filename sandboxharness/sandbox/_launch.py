@@ -9,17 +9,14 @@ import os
 import resource
 import site
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._internal.env import worker_env
 from ..errors import SandboxError
 from . import cgroups
 from .interface import JobPaths, JobSpec
-
-if TYPE_CHECKING:
-    from .process import ProcessSandbox
 
 MB = 1024 * 1024
 INNER_ROOT = "/tmp/shx"  # noqa: S108 - inside the sandbox: a private tmpfs, not the host /tmp
@@ -71,13 +68,32 @@ def _chown_tree(top: Path, uid: int) -> None:
             os.chown(os.path.join(dirpath, name), uid, uid, follow_symlinks=False)
 
 
-class Launch:
-    """Everything the host decides for one job before the launcher starts."""
+@dataclass(frozen=True)
+class LaunchSettings:
+    """What a launch takes from its backend: configuration only, nothing the backend owns."""
 
-    def __init__(self, sandbox: ProcessSandbox, job: JobSpec,
+    hardened: bool
+    hidden_paths: tuple[Path, ...] = ()
+    seccomp_filter: bytes | None = None
+    cgroup_support: cgroups.CgroupSupport | None = None
+    """None: no job cgroup (the backend was told not to use cgroups)."""
+    out_quota_mb: int = 4096
+    out_max_entries: int = 2_000
+
+
+class Launch:
+    """Everything the host decides for one job before the launcher starts.
+
+    What the owner should know comes back as attributes, not calls into it: ``notes``
+    (warnings for the verdict) and ``job_uid`` (as host root, the fresh uid the job runs as).
+    """
+
+    def __init__(self, settings: LaunchSettings, job: JobSpec,
                  argv: list[str] | None = None) -> None:
         self.job = job
-        self.namespaced = sandbox.hardened
+        self.namespaced = settings.hardened
+        self.notes: list[str] = []
+        self.job_uid: int | None = None
         if self.namespaced:
             inner = {k: f"{INNER_ROOT}/{k}" for k in ("src", "data", "out", "tmp")}
             self.paths = JobPaths(**inner)
@@ -86,25 +102,25 @@ class Launch:
             self.paths = JobPaths(src=str(job.src_dir), data=str(job.data_dir),
                                   out=str(job.out_dir), tmp=str(job.tmp_dir))
             env_job = job
-        ns = self._namespaces(sandbox) if self.namespaced else None  # may refuse: before cgroups
+        ns = self._namespaces(settings) if self.namespaced else None  # may refuse: before cgroups
         env = worker_env(env_job)
         env.setdefault("USER", "sandbox")
         env.setdefault("LOGNAME", "sandbox")
         # the cgroup last: nothing after it may fail, so no cgroup outlives a refused launch
         self.cgroup: cgroups.JobCgroup | None = None
-        if sandbox.cgroup_support is not None and sandbox.cgroup_support.by_controller:
+        if settings.cgroup_support is not None and settings.cgroup_support.by_controller:
             try:
                 self.cgroup = cgroups.create(job.role, job.limits.memory_mb,
                                              job.limits.max_processes + 2,
-                                             sandbox.cgroup_support)
+                                             settings.cgroup_support)
             except OSError as exc:
-                sandbox.note(f"cgroups: could not create the job's cgroup ({exc}); "
+                self.notes.append(f"cgroups: could not create the job's cgroup ({exc}); "
                              "memory and process limits are rlimits only")
         memcg = self.cgroup is not None and "memory" in self.cgroup.dirs
         if job.gpu and not memcg:
-            sandbox.note("GPU job without a memory cgroup: host memory is not limited "
+            self.notes.append("GPU job without a memory cgroup: host memory is not limited "
                          "(RLIMIT_AS would break CUDA)")
-        self.out_quota = (sandbox.out_quota_mb * MB, sandbox.out_max_entries)
+        self.out_quota = (settings.out_quota_mb * MB, settings.out_max_entries)
         self.config: dict[str, Any] = {
             "argv": argv or [sys.executable, "-I", "-m", "sandboxharness.worker"],
             "env": env,
@@ -112,11 +128,11 @@ class Launch:
             "cgroups": self.cgroup.procs_files if self.cgroup else [],
             "rlimits": _rlimits(job, memcg),
             "no_new_privs": True,
-            "seccomp": sandbox.seccomp_filter.hex() if sandbox.seccomp_filter else None,
+            "seccomp": settings.seccomp_filter.hex() if settings.seccomp_filter else None,
             "ns": ns,
         }
 
-    def _namespaces(self, sandbox: ProcessSandbox) -> dict[str, Any]:
+    def _namespaces(self, settings: LaunchSettings) -> dict[str, Any]:
         job = self.job
         dirs = [os.path.realpath(p) for p in (job.src_dir, job.out_dir, job.tmp_dir)]
         job_root = os.path.commonpath(dirs)
@@ -136,15 +152,15 @@ class Launch:
             if (workdir not in ("/", os.path.realpath(job.data_dir))
                     and not any(_under(p, workdir) for p in expose)):
                 hide.append(workdir)
-        hide += [os.path.realpath(p) for p in sandbox.hidden_paths]
+        hide += [os.path.realpath(p) for p in settings.hidden_paths]
         for path in expose:
-            for hidden in sandbox.hidden_paths:
+            for hidden in settings.hidden_paths:
                 if _under(path, os.path.realpath(hidden)):
                     raise SandboxError(f"hidden path {hidden} contains {path}, which the "
                                        "worker's Python runtime needs")
         if os.geteuid() == 0:
             uid = SANDBOX_UID_BASE + int.from_bytes(os.urandom(3), "big")
-            sandbox.job_uids.append(uid)
+            self.job_uid = uid
             for d in (job.src_dir, job.out_dir, job.tmp_dir):
                 _chown_tree(Path(d), uid)
             ids = {"uid_mode": "root", "outer_uid": uid, "outer_gid": uid}

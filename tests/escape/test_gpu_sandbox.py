@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from sandboxharness._internal import probe
 from sandboxharness.models.policy import Limits
-from sandboxharness.sandbox import JobSpec
+from sandboxharness.sandbox import JobSpec, capabilities
 from sandboxharness.sandbox.process import ProcessSandbox
 
 pytestmark = pytest.mark.gpu
@@ -58,8 +57,8 @@ os.write(1, json.dumps(res).encode())
 def test_cuda_and_triton_work_in_the_hardened_sandbox(tmp_path: Path) -> None:
     """A CUDA matmul and a Triton kernel (compiled in the sandbox) run as a GPU job, with
     namespaces, seccomp (AF_INET refused) and an unprivileged uid in force."""
-    if not probe.namespaces().ok:
-        pytest.skip(f"no user namespaces: {probe.namespaces().detail}")
+    if not capabilities.namespaces().ok:
+        pytest.skip(f"no user namespaces: {capabilities.namespaces().detail}")
     dirs = {k: tmp_path / "shx-job-gpu" / "candidate" / k for k in ("src", "out", "tmp")}
     for d in dirs.values():
         d.mkdir(parents=True)

@@ -17,13 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from sandboxharness._internal import probe
 from sandboxharness.models.policy import Limits
-from sandboxharness.sandbox import JobSpec
+from sandboxharness.sandbox import JobSpec, capabilities
 from sandboxharness.sandbox.interface import SandboxedProcess
 from sandboxharness.sandbox.process import ProcessSandbox
 
-HARDENED = probe.namespaces()
+HARDENED = capabilities.namespaces()
 needs_ns = pytest.mark.skipif(not HARDENED.ok, reason=f"no user namespaces: {HARDENED.detail}")
 STARTS = 32
 

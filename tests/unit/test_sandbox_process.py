@@ -12,15 +12,14 @@ from typing import Any
 
 import pytest
 
-from sandboxharness._internal import probe
 from sandboxharness.errors import PolicyError, SandboxError
 from sandboxharness.models import Policy
 from sandboxharness.models.policy import Limits
-from sandboxharness.sandbox import JobSpec, cgroups, select_backend
+from sandboxharness.sandbox import JobSpec, capabilities, cgroups, select_backend
 from sandboxharness.sandbox.interface import ExitInfo
 from sandboxharness.sandbox.process import INNER_ROOT, ProcessSandbox
 
-HARDENED = probe.namespaces()
+HARDENED = capabilities.namespaces()
 needs_ns = pytest.mark.skipif(not HARDENED.ok, reason=f"no user namespaces: {HARDENED.detail}")
 
 LOOK = r"""

@@ -1,68 +1,37 @@
-"""What this machine offers for isolation and GPU work, found by really trying.
+"""What this machine offers the sandbox backends, found by really trying.
 
 Every check runs the real thing in a child process (a namespace, a seccomp filter, a
 cgroup, the hardened sandbox itself) rather than reading version numbers; a failed check
-says why. ``namespaces()`` is cached: the process backend's ``auto`` choice asks it.
+says why. ``namespaces()`` is cached: the process backend's ``auto`` choice asks it. The
+hardened probes start the launcher directly (``_launch`` + ``_child``), not through
+``ProcessSandbox``, which itself asks ``namespaces()``: the arrows point one way.
 """
 
 from __future__ import annotations
 
-import ctypes.util
 import json
-import os
 import platform
-import shutil
-import socket
 import sys
 import tempfile
-from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .._internal import proc
 from ..errors import HarnessError
-from . import proc
+from ..models.policy import Limits
+from . import _child, cgroups, seccomp
+from ._launch import Launch, LaunchSettings
+from .interface import JobSpec
 
-NSINIT_DIR = str(Path(__file__).resolve().parents[1] / "sandbox")
-CUDA_BIN_DIRS = ("/usr/local/cuda/bin", "/opt/nvidia/nsight-compute", "/usr/local/cuda/nsight-compute")
+NSINIT_DIR = str(Path(__file__).resolve().parent)
 
 
 @dataclass(frozen=True)
 class Check:
     ok: bool
     detail: str = ""
-
-
-@dataclass(frozen=True)
-class MachineReport:
-    date: str
-    host: str
-    kernel: str
-    arch: str
-    python: str
-    euid: int
-    namespaces: dict[str, bool]
-    """Each namespace type, created for real inside a new user namespace."""
-    hardened_sandbox: Check
-    """The process backend's full hardened launch (namespaces, mounts, uid map, seccomp)."""
-    seccomp: Check
-    libseccomp: str | None
-    cgroups: dict[str, Any]
-    docker_engine: Check
-    docker_runtimes: list[str]
-    docker_backend: Check
-    runsc: Check
-    gpu: dict[str, Any]
-    cuda_in_sandbox: Check
-    """CUDA and Triton inside the hardened sandbox (only tried where torch sees a GPU)."""
-    tools: dict[str, str | None]
-    auto_backend: str
-    auto_reason: str
-    warnings: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 _NS_SCRIPT = r"""
@@ -127,6 +96,7 @@ def _python(script: str, *args: str, timeout: float = 30.0) -> tuple[int, str, s
 
 
 def namespace_kinds() -> dict[str, bool]:
+    """Each namespace type, created for real inside a new user namespace ({} if none)."""
     try:
         rc, out, _ = _python(_NS_SCRIPT)
         return {k: bool(v) for k, v in json.loads(out).items()} if rc == 0 else {}
@@ -134,23 +104,31 @@ def namespace_kinds() -> dict[str, bool]:
         return {}
 
 
+def seccomp_filter() -> tuple[bytes | None, str]:
+    """The syscall filter for this kernel and architecture, or None and why there is none."""
+    if not seccomp.kernel_supports():
+        return None, "this kernel has no seccomp filters"
+    try:
+        return seccomp.build_filter(), ""
+    except seccomp.UnsupportedArch as exc:
+        return None, str(exc)
+
+
 def _in_sandbox(script: str, *, gpu: bool = False, timeout: float = 30.0,
                 seccomp_on: bool = True) -> tuple[dict[str, Any] | None, str]:
     """Run ``script`` (it writes one JSON object to fd 1) in the hardened process sandbox."""
-    from ..models.policy import Limits
-    from ..sandbox.interface import JobSpec
-    from ..sandbox.process import ProcessSandbox
-
     with tempfile.TemporaryDirectory(prefix="shx-probe-") as tmp:
         dirs = {k: Path(tmp) / "job" / k for k in ("src", "out", "tmp")}
         for d in dirs.values():
             d.mkdir(parents=True)
         job = JobSpec(role="probe", src_dir=dirs["src"], data_dir=dirs["src"],
                       out_dir=dirs["out"], tmp_dir=dirs["tmp"], limits=Limits(), gpu=gpu)
+        # as ProcessSandbox(hardened=True, use_cgroups=False): no job cgroup for a probe
+        settings = LaunchSettings(hardened=True,
+                                  seccomp_filter=seccomp_filter()[0] if seccomp_on else None)
         try:
-            sandbox = ProcessSandbox(hardened=True, use_cgroups=False, use_seccomp=seccomp_on)
             argv = [sys.executable, "-I", *([] if gpu else ["-S"]), "-c", script]
-            child = sandbox.start_command(job, timeout, argv)
+            child = _child.start(Launch(settings, job, argv), timeout)
         except HarnessError as exc:
             return None, str(exc)
         data = b""
@@ -230,8 +208,7 @@ def cuda_in_sandbox() -> Check:
 
 
 def seccomp_check() -> Check:
-    from ..sandbox import seccomp
-
+    """The process backend's filter, installed in a child: does it refuse what it should?"""
     try:
         prog = seccomp.build_filter()
     except seccomp.UnsupportedArch as exc:
@@ -250,8 +227,7 @@ def seccomp_check() -> Check:
 
 
 def cgroup_report() -> dict[str, Any]:
-    from ..sandbox import cgroups
-
+    """The controllers mounted, the ones a job cgroup would use, and one really created."""
     support = cgroups.detect()
     v1 = sorted({c for _, fs, opts in cgroups._mounts() if fs == "cgroup"
                  for c in opts if c in {"memory", "pids", "cpu", "cpuset", "cpuacct", "blkio",
@@ -278,6 +254,7 @@ def cgroup_report() -> dict[str, Any]:
 
 
 def docker_report() -> tuple[Check, list[str], Check, Check]:
+    """The engine, its runtimes, and the docker backend with runc and with runsc (gVisor)."""
     try:
         import docker
     except ImportError as exc:
@@ -296,7 +273,7 @@ def docker_report() -> tuple[Check, list[str], Check, Check]:
         return down, [], Check(False, "no engine"), Check(False, "no engine")
     engine = Check(True, f"docker engine {version}")
     try:
-        from ..sandbox.docker import DockerSandbox
+        from .docker import DockerSandbox
     except ImportError as exc:
         return engine, runtimes, Check(False, f"backend not importable: {exc}"), Check(False, "")
     ok, why = DockerSandbox.available(runtime="runc")
@@ -307,75 +284,3 @@ def docker_report() -> tuple[Check, list[str], Check, Check]:
     else:
         runsc = Check(False, "runsc is not registered with the engine")
     return engine, runtimes, backend, runsc
-
-
-def _which(name: str) -> str | None:
-    found = shutil.which(name)
-    if found:
-        return found
-    for d in CUDA_BIN_DIRS:
-        cand = Path(d) / name
-        if cand.is_file() and os.access(cand, os.X_OK):
-            return str(cand)
-    return None
-
-
-def gpu_report() -> dict[str, Any]:
-    smi = _which("nvidia-smi")
-    gpus: list[str] = []
-    if smi:
-        try:
-            cp = proc.run([smi, "--query-gpu=name,driver_version,memory.total",
-                           "--format=csv,noheader"], 20.0)
-            gpus = [ln.strip() for ln in cp.stdout.splitlines() if ln.strip()]
-        except HarnessError as exc:
-            gpus = [f"nvidia-smi failed: {exc}"]
-    try:
-        import torch
-
-        cuda = bool(torch.cuda.is_available())
-        device = torch.cuda.get_device_name(0) if cuda else None
-        torch_v: str | None = str(torch.__version__)
-        cuda_v = torch.version.cuda
-    except ImportError:
-        cuda, device, torch_v, cuda_v = False, None, None, None
-    nodes = sorted(str(p) for p in Path("/dev").glob("nvidia*"))
-    return {"nvidia_smi": smi, "gpus": gpus, "torch": torch_v, "torch_cuda": cuda,
-            "torch_cuda_version": cuda_v, "device": device, "device_nodes": nodes}
-
-
-def auto_choice() -> tuple[str, str]:
-    """The backend ``auto`` resolves to, and why (same order as ``select_backend``)."""
-    ns = namespaces()
-    if ns.ok:
-        return "process (hardened)", "user namespaces work: " + ns.detail
-    try:
-        from ..sandbox.docker import DockerSandbox
-
-        ok, why = DockerSandbox.available()
-    except ImportError as exc:
-        ok, why = False, str(exc)
-    if ok:
-        return "docker", f"no user namespaces ({ns.detail}); {why}"
-    return "process (plain)", f"no user namespaces ({ns.detail}); docker: {why}"
-
-
-def report() -> MachineReport:
-    engine, runtimes, backend, runsc = docker_report()
-    ns = namespaces()
-    gpu = gpu_report()
-    cuda = cuda_in_sandbox() if gpu["torch_cuda"] else Check(False, "no CUDA device")
-    auto, why = auto_choice()
-    warnings = []
-    if not ns.ok:
-        warnings.append(f"hardened process sandbox unavailable: {ns.detail}")
-    return MachineReport(
-        date=datetime.now(UTC).isoformat(timespec="seconds"), host=socket.gethostname(),
-        kernel=platform.release(), arch=platform.machine(), python=sys.version.split()[0],
-        euid=os.geteuid(), namespaces=namespace_kinds(), hardened_sandbox=ns,
-        seccomp=seccomp_check(), libseccomp=ctypes.util.find_library("seccomp"),
-        cgroups=cgroup_report(), docker_engine=engine, docker_runtimes=runtimes,
-        docker_backend=backend, runsc=runsc, gpu=gpu, cuda_in_sandbox=cuda,
-        tools={t: _which(t) for t in ("compute-sanitizer", "ncu", "nvcc", "unshare", "bwrap")},
-        auto_backend=auto, auto_reason=why, warnings=warnings,
-    )
