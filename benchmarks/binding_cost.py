@@ -14,7 +14,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sandboxharness._internal.environment import describe
+from sandboxharness._internal.host import describe
 from sandboxharness.intake import load_definition, load_solution, load_workloads
 from sandboxharness.models import Policy
 from sandboxharness.pipeline import Harness

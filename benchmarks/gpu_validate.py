@@ -639,7 +639,7 @@ def main() -> None:
     timing: list[dict[str, Any]] = []
     ceil = None
     if "C" not in skip and time.monotonic() - T0 < BUDGET - 90:
-        from sandboxharness.stages.roofline import ceilings
+        from sandboxharness.stages.benchmark.roofline import ceilings
 
         ceil = ceilings()
         timing = timing_comparison(stage_medians)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
-from sandboxharness._internal.environment import describe  # noqa: E402
+from sandboxharness._internal.host import describe  # noqa: E402
 from sandboxharness.api import evaluate_files  # noqa: E402
 
 KERNELS = Path(__file__).resolve().parents[1] / "kernels"

@@ -117,7 +117,7 @@ class Writer:
             raise AuditError(f"{self.path}: the log file was removed or replaced while this "
                              "writer waited for its lock; refusing to append "
                              "(run `audit verify`)")
-        return self._lead(d, fd, spool, groups, signer, cfg)
+        return self._lead(d, fd, spool, groups, signer, cfg=cfg)
 
     def _wait(self, fd: int, spool: Spool, ticket: Ticket, signer: Signer, count: int
               ) -> list[AppendResult] | None:
@@ -132,7 +132,7 @@ class Writer:
         return None
 
     def _lead(self, d: storage.LogDir, fd: int, spool: Spool, groups: list[list[Prepared]],
-              signer: Signer, cfg: Config) -> list[AppendResult]:
+              signer: Signer, *, cfg: Config) -> list[AppendResult]:
         check_spool_dir(d, self.name)
         cps_name = self.names[".checkpoints"]
         log_size, cps_st = os.fstat(fd).st_size, d.lstat(cps_name)
@@ -146,13 +146,13 @@ class Writer:
             head, evidence = self._head(d, fd, cps_fd, signer, cfg)
             if cfg.origin is not None and head.origin not in (None, cfg.origin):
                 raise AuditError(f"{self.path}: log origin is {head.origin}, not {cfg.origin}")
-            self._repair(d, fd, cps_fd, head, evidence, cfg.limits)
+            self._repair(d, fd, cps_fd, head, evidence=evidence, limits=cfg.limits)
             if head.origin is None:  # a new log: its state exists before its first record
                 head = empty_head(cfg.origin or ORIGIN_PREFIX + secrets.token_hex(8))
                 d.write_new(self.names[".state"], encode_state(head), sync=True)
             others = spool.collect(signer, cfg.limits.max_batch - sum(map(len, groups)))
             batches = groups + [g for r in others for g in r.groups]
-            results = self._write(d, fd, cps_fd, head, batches, signer, cfg,
+            results = self._write(d, fd, cps_fd, head, batches, signer=signer, cfg=cfg,
                                   created=cps_st is None)
         finally:
             os.close(cps_fd)
@@ -178,7 +178,8 @@ class Writer:
         d.lstat(state_name)  # refuses a symlink
         raw = d.read_optional(state_name, 1 << 20)
         state = decode_state(raw) if raw is not None else None
-        head = head_from_state(state, fd, cps_fd, signer, cfg.limits, where) if state else None
+        head = (head_from_state(state, fd, cps_fd, signer, limits=cfg.limits, where=where)
+                if state else None)
         if head is None:
             head = head_from_files(fd, cps_fd, signer, cfg.limits, where)
         if state is not None and state.origin is not None and head.origin is not None \
@@ -195,7 +196,7 @@ class Writer:
                           "newest checkpoint (verified)", StateWarning, stacklevel=6)
         return head, state is not None
 
-    def _repair(self, d: storage.LogDir, fd: int, cps_fd: int, head: Head, evidence: bool,
+    def _repair(self, d: storage.LogDir, fd: int, cps_fd: int, head: Head, *, evidence: bool,
                 limits: AuditLimits) -> None:
         """Move a crashed writer's torn tail to LOG.torn - only what a crash can leave,
         and complete records only when LOG.state shows they are an interrupted append."""
@@ -244,7 +245,7 @@ class Writer:
             prev = hash_leaf(line)
 
     def _write(self, d: storage.LogDir, fd: int, cps_fd: int, head: Head,
-               groups: Sequence[list[Prepared]], signer: Signer, cfg: Config,
+               groups: Sequence[list[Prepared]], *, signer: Signer, cfg: Config,
                created: bool) -> list[AppendResult]:
         now, origin = cfg.clock(), head.origin or ""
         tree, prev = head.tree.copy(), head.last_leaf

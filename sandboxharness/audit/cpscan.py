@@ -127,8 +127,8 @@ def read_checkpoints(chunks: Iterable[bytes], keys: Sequence[PublicKey], limits:
     def drain(keep: int) -> None:
         while len(jobs) > keep:
             entries, job = jobs.popleft()
-            for (j, offset, text), (status, a, b, c, d) in zip(entries, job(), strict=True):
-                _record(result, j, offset, text, status, a, b, c, d)
+            for entry, outcome in zip(entries, job(), strict=True):
+                _record(result, entry, outcome)
 
     j = 0
     for chunk in chunks:
@@ -148,8 +148,11 @@ def read_checkpoints(chunks: Iterable[bytes], keys: Sequence[PublicKey], limits:
     return result
 
 
-def _record(result: Checkpoints, j: int, offset: int, text: str | None, status: str,
-            a: object, b: object, c: object, d: object) -> None:
+def _record(result: Checkpoints, entry: tuple[int, int, str | None],
+            outcome: tuple[str, object, object, object, object]) -> None:
+    """One checkpoint's check: ``entry`` (position, file offset, its text when kept) and
+    ``outcome`` (status, then size, root, origin, key ids - or a message and a size)."""
+    (j, offset, text), (status, a, b, c, d) = entry, outcome
     if status != "ok":
         size = b if isinstance(b, int) else None
         result.add(Finding(TamperKind(status), None, f"{label(j, offset, size)}: {a}"

@@ -95,7 +95,7 @@ def _checkpoint(text: str | None, signer: Signer, limits: AuditLimits,
 
 
 def head_from_state(head: Head, log_fd: int, cps_fd: int, signer: Signer,
-                    limits: AuditLimits, where: tuple[object, object]) -> Head | None:
+                    *, limits: AuditLimits, where: tuple[object, object]) -> Head | None:
     """``head`` (from the state file) if the files agree with it, else None."""
     cp_size, log_size = os.fstat(cps_fd).st_size, os.fstat(log_fd).st_size
     if head.origin is None or head.tree.size == 0 or not (

@@ -114,7 +114,7 @@ def inclusion_proof(leaves: Sequence[bytes], index: int, size: int | None = None
     return out
 
 
-def _subproof(leaves: Sequence[bytes], m: int, lo: int, hi: int, whole: bool,
+def _subproof(leaves: Sequence[bytes], m: int, lo: int, hi: int, *, whole: bool,
               out: list[bytes]) -> None:
     n = hi - lo
     if m == n:
@@ -123,10 +123,10 @@ def _subproof(leaves: Sequence[bytes], m: int, lo: int, hi: int, whole: bool,
         return
     k = _split(n)
     if m <= k:
-        _subproof(leaves, m, lo, lo + k, whole, out)
+        _subproof(leaves, m, lo, lo + k, whole=whole, out=out)
         out.append(_mth(leaves, lo + k, hi))
     else:
-        _subproof(leaves, m - k, lo + k, hi, False, out)
+        _subproof(leaves, m - k, lo + k, hi, whole=False, out=out)
         out.append(_mth(leaves, lo, lo + k))
 
 
@@ -138,7 +138,7 @@ def consistency_proof(leaves: Sequence[bytes], old_size: int,
         raise ValueError(f"need 0 < old <= new <= {len(leaves)}, got {old_size}, {new_size}")
     out: list[bytes] = []
     if old_size < new_size:
-        _subproof(leaves, old_size, 0, new_size, True, out)
+        _subproof(leaves, old_size, 0, new_size, whole=True, out=out)
     return out
 
 

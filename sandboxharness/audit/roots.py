@@ -161,7 +161,7 @@ def tail_findings(scan: LogScan, committed: int, cp_missing: bool,
 
 
 def summarize(scan: LogScan, cps: Checkpoints, oid: int, origin: str | None, committed: int,
-              findings: tuple[Finding, ...], anchors: Anchors) -> VerificationResult:
+              *, findings: tuple[Finding, ...], anchors: Anchors) -> VerificationResult:
     n = scan.n
     partial = scan.partial()[1]
     unsigned = max(n - committed, 0)

@@ -58,7 +58,7 @@ def _chain_only(region: object, data: Callable[[], bytes], first: int,
 
 def run(log_chunks: Iterable[bytes], cp_chunks: Iterable[bytes] | None,
         keys: Sequence[PublicKey], anchors: Anchors, limits: AuditLimits,
-        pool: object = None, log_fd: int = -1, *, content: bool = True) -> VerificationResult:
+        *, pool: object = None, log_fd: int = -1, content: bool = True) -> VerificationResult:
     """The whole verification over two byte streams (``cp_chunks`` None: no sidecar).
     ``content=False``: no per-record content checks (integrity only)."""
     sub_cp = sub_rec = None
@@ -79,14 +79,14 @@ def run(log_chunks: Iterable[bytes], cp_chunks: Iterable[bytes] | None,
 
     cps = read_checkpoints(cp_chunks or (), keys, limits, sub_cp)  # type: ignore[arg-type]
     try:
-        return _judge(cps, log_chunks, cp_chunks is None, anchors, limits,
-                      sub_rec if content else _chain_only)
+        return _judge(cps, log_chunks, cp_chunks is None, anchors, limits=limits,
+                      sub_rec=sub_rec if content else _chain_only)
     finally:
         cps.rows.close()
 
 
 def _judge(cps: Checkpoints, log_chunks: Iterable[bytes], cp_missing: bool, anchors: Anchors,
-           limits: AuditLimits, sub_rec: object) -> VerificationResult:
+           *, limits: AuditLimits, sub_rec: object) -> VerificationResult:
     origin, findings = anchors.choose_origin(cps)
     oid = cps.origins.index(origin) if origin in cps.origins else -1
     committed, anomalies, rollbacks = ordered(cps, oid)
@@ -101,7 +101,7 @@ def _judge(cps: Checkpoints, log_chunks: Iterable[bytes], cp_missing: bool, anch
         findings.append(scan.structural)
     findings += root_findings(scan, anomalies, anchors, committed, findings)
     findings += tail_findings(scan, committed, cp_missing, limits)
-    return summarize(scan, cps, oid, origin, committed, order(findings), anchors)
+    return summarize(scan, cps, oid, origin, committed, findings=order(findings), anchors=anchors)
 
 
 def verify_snapshot(log_data: bytes, cp_data: bytes | None, keys: Sequence[PublicKey],
@@ -176,7 +176,7 @@ def get_verification_result(log_path: Path, public_keys: Sequence[PublicKey],
         from .pool import Pool
 
         with Pool(n, pass_fds=(fd,)) as pool:
-            return run(log_chunks, cp_chunks, public_keys, anchors, limits, pool, fd)
+            return run(log_chunks, cp_chunks, public_keys, anchors, limits, pool=pool, log_fd=fd)
     finally:
         os.close(fd)
         if cp_fd is not None:

@@ -182,7 +182,7 @@ def open_state_dir(path: Path) -> storage.LogDir:
 
 
 def add_checkpoint(state_dir: Path, body: bytes, log_keys: Sequence[PublicKey],
-                   witness: Signer, now: int, limits: AuditLimits = DEFAULT_LIMITS) -> str:
+                   witness: Signer, *, now: int, limits: AuditLimits = DEFAULT_LIMITS) -> str:
     """Check an add-checkpoint request and cosign; returns the cosignature line. The new
     state is on disk before this returns (check and update under one lock)."""
     old_size, proof, text = _parse_request(body)

@@ -76,7 +76,7 @@ def newest_checkpoint(log_path: Path, log_keys: Sequence[PublicKey],
 
 
 def witness_log(log_path: Path, log_keys: Sequence[PublicKey], witness: Signer,
-                state_dir: Path, limits: AuditLimits = DEFAULT_LIMITS,
+                state_dir: Path, *, limits: AuditLimits = DEFAULT_LIMITS,
                 now: int | None = None) -> tuple[SignedCheckpoint, str]:
     """Cosign the log's newest checkpoint; returns it and the cosigned note (also appended
     to ``LOG.witness``). Refusals raise :class:`.witness.WitnessRefused` (exit 1)."""
@@ -105,7 +105,7 @@ def witness_log(log_path: Path, log_keys: Sequence[PublicKey], witness: Signer,
     finally:
         os.close(fd)
     line = add_checkpoint(state_dir, request_body(old, proof, sc.text), log_keys, witness,
-                          int(time.time()) if now is None else now, limits)
+                          now=int(time.time()) if now is None else now, limits=limits)
     cosigned = sc.text + line
     _append(log_path.with_name(log_path.name + ".witness"), cosigned + "\n")
     return sc, cosigned

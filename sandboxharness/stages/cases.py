@@ -125,7 +125,7 @@ def _check_inputs(definition: Definition, inputs: dict[str, Any], where: str) ->
                              f"{src.value!r}", where=definition.name)
 
 
-def _case(definition: Definition, policy: Policy, roles: dict[str, Role], cid: str, wl: str,
+def _case(definition: Definition, policy: Policy, roles: dict[str, Role], *, cid: str, wl: str,
           axes: dict[str, int], held: bool, inputs: dict[str, Any], seed: int | None) -> Case:
     where = f"held-out size {axes}" if held else f"workload {wl}"
     _check_inputs(definition, inputs, where)
@@ -159,8 +159,9 @@ def build_cases(definition: Definition, workloads: list[WorkloadTrace], policy: 
     roles = infer(definition, policy.correctness, constraints)
     notes = sorted({r.note for r in roles.values() if r.note})
     chosen = pick_workloads(workloads, policy.correctness.max_workloads)
-    cases = [_case(definition, policy, roles, f"w{i}", w.workload.uuid, dict(w.workload.axes),
-                   False, dict(w.workload.inputs), seed) for i, w in enumerate(chosen)]
+    cases = [_case(definition, policy, roles, cid=f"w{i}", wl=w.workload.uuid,
+                   axes=dict(w.workload.axes),
+                   held=False, inputs=dict(w.workload.inputs), seed=seed) for i, w in enumerate(chosen)]
     for w in chosen:
         env = cons.env_of(definition, dict(w.workload.axes))
         bad = [c.text for c in constraints if not _holds(c, env, w.workload.uuid, definition)]
@@ -177,13 +178,14 @@ def build_cases(definition: Definition, workloads: list[WorkloadTrace], policy: 
             notes.append(f"input {n!r} comes from a blob and its role is unknown: held-out "
                          "sizes fill it with random integers in [0, 64)")
     seen = {tuple(sorted(w.workload.axes.items())) for w in workloads}
-    held, more = heldout.draw(definition, workloads, policy.correctness, constraints, roles,
-                              {n for n, s in inputs.items() if isinstance(s, RandomInput)},
-                              seen, seed, derive_seed)
+    held, more = heldout.draw(definition, workloads, policy.correctness, constraints=constraints,
+                              roles=roles,
+                              generated={n for n, s in inputs.items() if isinstance(s, RandomInput)},
+                              seen=seen, seed=seed, seeder=derive_seed)
     notes += more
     for cid, axes in held:
-        cases.append(_case(definition, policy, roles, cid, f"heldout:{cid}", axes, True,
-                           inputs, seed))
+        cases.append(_case(definition, policy, roles, cid=cid, wl=f"heldout:{cid}", axes=axes, held=True,
+                           inputs=inputs, seed=seed))
     return CasePlan(cases, notes)
 
 

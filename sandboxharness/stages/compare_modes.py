@@ -156,7 +156,7 @@ def _row_ok_with_ties(cand: torch.Tensor, ref: torch.Tensor, scores: torch.Tenso
 
 
 def compare_set(name: str, out: torch.Tensor | None, ref: torch.Tensor,
-                scores: torch.Tensor | None, tol: Tolerance | None = None,
+                scores: torch.Tensor | None, *, tol: Tolerance | None = None,
                 ratio: float = 1.0) -> Comparison:
     """Per row (last dim): the same indices as the reference in any order, the same count of
     ``-1`` padding. With the scores at hand another selection is accepted: distinct, in range,

@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .._internal.env import BASE_PATH
+from .._internal.worker_env import BASE_PATH
 from ..worker.gpu import BUILD_ROOT, COMPILE_LOG
 
 MAX_LOG_BYTES = 256 * 1024

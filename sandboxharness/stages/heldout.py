@@ -170,7 +170,7 @@ class Drawer:
 
 
 def draw(definition: Definition, workloads: list[WorkloadTrace], rules: CorrectnessRules,
-         constraints: list[Constraint], roles: dict[str, Role], generated: set[str],
+         *, constraints: list[Constraint], roles: dict[str, Role], generated: set[str],
          seen: set[tuple[tuple[str, int], ...]], seed: int | None,
          seeder: Seeder) -> tuple[list[tuple[str, dict[str, int]]], list[str]]:
     """(case id, axes) per held-out size, and notes where coverage was reduced."""

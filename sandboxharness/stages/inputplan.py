@@ -65,7 +65,7 @@ def resolve(definition: Definition, roles: dict[str, Role], axes: dict[str, int]
         axis = _axis_of(role.bound, definition)
         p: dict[str, Any] = {}
         if role.name == "indptr":
-            p, more = _indptr(definition, roles, name, shape, bound, unit, env)
+            p, more = _indptr(definition, roles, name, shape, total=bound, unit=unit, env=env)
             problems += more
         elif role.name in ("page", "slot", "sparse", "index"):
             p = {"high": bound if bound is not None else 0}
@@ -100,7 +100,7 @@ def resolve(definition: Definition, roles: dict[str, Role], axes: dict[str, int]
 
 
 def _indptr(definition: Definition, roles: dict[str, Role], name: str, shape: tuple[int, ...],
-            total: int | None, unit: int | None,
+            *, total: int | None, unit: int | None,
             env: dict[str, int]) -> tuple[dict[str, Any], list[Problem]]:
     role = roles[name]
     axis = _axis_of(role.bound, definition)

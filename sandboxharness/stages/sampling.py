@@ -86,7 +86,7 @@ def _inputs(definition: Definition, inputs: dict[str, Any],
 
 
 def judge_sampling(definition: Definition, name: str, out: torch.Tensor | None,
-                   ref: torch.Tensor, inputs: dict[str, Any], rules: SamplingRules,
+                   ref: torch.Tensor, *, inputs: dict[str, Any], rules: SamplingRules,
                    repeats: torch.Tensor | None = None) -> Comparison:
     """``out``: one call's samples (shape of the reference's); ``repeats``: ``[n, *shape]``
     samples of n calls on the same inputs, when the worker made them."""

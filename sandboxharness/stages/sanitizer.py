@@ -15,21 +15,23 @@ notice it is being instrumented and behave; the decisive checks stay on the trus
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .._internal.proc import find_executable
 from ..errors import InfrastructureError, ToolError
-from ..models import Definition, Policy, Reason, ReasonCode, Solution, Stage, StageResult
-from ..sandbox.interface import ExitInfo, JobSpec, Sandbox, SandboxedProcess
+from ..models import Policy, Reason, ReasonCode, Stage, StageResult
+from ..sandbox.interface import ExitInfo, JobSpec, SandboxedProcess
 from ..worker.gpu import SANITIZER_ENV, SANITIZER_LOG
 from . import compile_cuda
 from .cases import Case, derive_seed
+from .context import EvaluationContext, Needs, SoFar, skipped
+from .job import Execution, candidate_hello, job_spec, solution_files, write_sources
+from .sanitizer_report import TOOL_BROKEN, SanitizerFinding, parse
 from .session import KernelFault, WorkerSession
 
 ERROR_EXITCODE = 86
@@ -37,154 +39,6 @@ TOOL_CODES = {
     "memcheck": ReasonCode.SANITIZER_MEMCHECK, "racecheck": ReasonCode.SANITIZER_RACECHECK,
     "initcheck": ReasonCode.SANITIZER_INITCHECK, "synccheck": ReasonCode.SANITIZER_SYNCCHECK,
 }
-_PREFIX = re.compile(r"^=+ ?")
-_STARTS: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"^(Invalid (?:__\w+__ )?(?:read|write|atomic)) of size (\d+) bytes?"), "access"),
-    (re.compile(r"^(Misaligned (?:__\w+__ )?(?:read|write|atomic|address))"), "misaligned"),
-    (re.compile(r"^(Uninitialized __\w+__ memory read) of size (\d+) bytes?"), "uninit"),
-    (re.compile(r"^(Error|Warning): (Race reported) between (\w+) access at (.+?)$"), "race"),
-    (re.compile(r"^(ERROR|WARNING): Potential (\w+) hazard detected at (__\w+__) (0x[0-9a-f]+)"),
-     "hazard"),
-    (re.compile(r"^(Barrier error detected)\.?\s*(.*)$"), "barrier"),
-    (re.compile(r"^(Invalid arguments? detected for \S+|Invalid __syncwarp.*|Illegal .*)$"),
-     "sync"),
-    (re.compile(r"^Program hit (\S+) \(error (\d+)\) due to \"(.+?)\" on CUDA API call to "
-                r"(\S+?)\.?$"), "api"),
-    (re.compile(r"^(Leaked) (\d+) bytes"), "leak"),
-    (re.compile(r"^(Out-of-range Shared or Local Address|Illegal Address|"
-                r"Hardware Exception.*|Malloc/Free Error.*|Device Heap.*)$"), "other"),
-]
-_AT = re.compile(r"^(?:at|and \w+ access at) (\S.*?)(?:\+0x[0-9a-f]+)?(?: in (\S+:\d+))?"
-                 r"(?: \[(\d+) hazards?\])?$")
-_ADDR = re.compile(r"Address (0x[0-9a-f]+)")
-_NEAR = re.compile(r"(\d+) bytes (before|after) the nearest allocation at (0x[0-9a-f]+) "
-                   r"of size (\d+) bytes")
-_SUMMARY = re.compile(r"^(?:ERROR SUMMARY|RACECHECK SUMMARY): (\d+) (?:errors?|hazards?)")
-_TOOL_BROKEN = re.compile(r"(Device not supported|Internal Sanitizer Error|"
-                          r"Target application terminated before first instrumented API call|"
-                          r"Unable to find injection library|"
-                          r"cannot start compute-sanitizer)", re.IGNORECASE)
-
-
-@dataclass
-class Finding:
-    tool: str
-    kind: str
-    kernel: str | None = None
-    location: str | None = None
-    detail: dict[str, Any] = field(default_factory=dict)
-    count: int = 1
-    severity: str = "error"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"tool": self.tool, "kind": self.kind, "kernel": self.kernel,
-                "location": self.location, "count": self.count, "severity": self.severity,
-                **self.detail}
-
-
-def _kernel_name(text: str) -> str:
-    name = text.strip()
-    depth, out = 0, []
-    for ch in name:  # drop the parameter list of a demangled signature
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif depth == 0:
-            out.append(ch)
-    return "".join(out).strip()[:160] or name[:160]
-
-
-def parse(text: str, tool: str) -> tuple[list[Finding], int | None]:
-    """Findings (grouped by kind + kernel + location) and the reported error total."""
-    groups: dict[tuple[str, str | None, str | None], Finding] = {}
-    order: list[Finding] = []
-    total: int | None = None
-    current: Finding | None = None
-
-    def close() -> None:
-        nonlocal current
-        if current is None:
-            return
-        key = (current.kind, current.kernel, current.location)
-        if key in groups:
-            groups[key].count += current.count
-        else:
-            groups[key] = current
-            order.append(current)
-        current = None
-
-    for raw in text.splitlines():
-        line = _PREFIX.sub("", raw).strip()
-        if not line:
-            continue
-        m = _SUMMARY.match(line)
-        if m:
-            close()
-            total = (total or 0) + int(m.group(1))
-            continue
-        started = False
-        for pattern, what in _STARTS:
-            m = pattern.match(line)
-            if not m:
-                continue
-            close()
-            started = True
-            if what in ("access", "uninit"):
-                current = Finding(tool, m.group(1), detail={"size_bytes": int(m.group(2))})
-            elif what == "race":
-                current = Finding(tool, f"{m.group(2)} ({m.group(3)} vs ...)",
-                                  severity=m.group(1).lower())
-                _apply_at(current, "at " + m.group(4))
-            elif what == "hazard":
-                current = Finding(tool, f"Potential {m.group(2)} hazard at {m.group(3)}",
-                                  severity=m.group(1).lower(), detail={"address": m.group(4)})
-            elif what == "api":
-                current = Finding(tool, "CUDA API error", severity="api",
-                                  detail={"error": m.group(1), "api": m.group(4),
-                                          "message": m.group(3)[:200]})
-            elif what == "leak":
-                current = Finding(tool, "Leak", detail={"bytes": int(m.group(2))},
-                                  severity="warning")
-            else:
-                current = Finding(tool, m.group(1)[:160])
-            break
-        if started or current is None:
-            continue
-        if line.startswith("and ") and current.kind.startswith("Race reported"):
-            m2 = re.match(r"and (\w+) access at", line)
-            if m2:
-                current.kind = current.kind.replace("vs ...", f"vs {m2.group(1)}")
-            at = _AT.match(line)
-            if at and at.group(3):
-                current.count = int(at.group(3))
-            continue
-        if line.startswith("at ") and current.kernel is None:
-            _apply_at(current, line)
-            continue
-        m3 = _ADDR.search(line)
-        if m3 and "address" not in current.detail:
-            current.detail["address"] = m3.group(1)
-        m4 = _NEAR.search(line)
-        if m4:
-            current.detail.update(offset_bytes=int(m4.group(1)), side=m4.group(2),
-                                  allocation_size=int(m4.group(4)))
-        if line.startswith("by thread") and "first_thread" not in current.detail:
-            current.detail["first_thread"] = line[len("by thread "):][:80]
-    close()
-    return order, total
-
-
-def _apply_at(finding: Finding, line: str) -> None:
-    m = _AT.match(line)
-    if not m:
-        return
-    finding.kernel = _kernel_name(m.group(1))
-    finding.location = m.group(2)
-    if m.group(3):
-        finding.count = int(m.group(3))
-
-
 def find_sanitizer() -> str | None:
     home = compile_cuda.cuda_home()
     dirs = [Path(home) / "bin", Path(home) / "compute-sanitizer"] if home else []
@@ -225,29 +79,21 @@ class ToolRun:
     report: str = ""
 
 
-def _job(root: Path, tool: str, solution: Solution, policy: Policy, data_dir: Path,
-         exe: str, cand_out: Path, gpu: bool = True) -> JobSpec:
-    base = root / f"sanitizer-{tool}"
-    dirs = {k: base / k for k in ("src", "out", "tmp")}
-    for d in dirs.values():
-        d.mkdir(parents=True, mode=0o700)
-    for src in solution.sources:
-        path = dirs["src"] / src.path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(src.content, encoding="utf-8")
-    compile_cuda.hand_over(cand_out, dirs["out"], solution.content_hash())
-    rules = policy.sanitizer
+def _job(ctx: EvaluationContext, tool: str, run: Execution, exe: str) -> JobSpec:
+    rules = ctx.policy.sanitizer
     argv = [exe, "--tool", tool, "--error-exitcode", str(ERROR_EXITCODE),
             "--print-limit", str(rules.print_limit), "--log-file", f"../out/{SANITIZER_LOG}",
             "--show-backtrace", "device"]
-    base_env = compile_cuda.gpu_env() if gpu else {"TRITON_INTERPRET": "1"}  # cpu: tests only
+    base_env = compile_cuda.gpu_env() if ctx.on_gpu else {"TRITON_INTERPRET": "1"}  # cpu: tests
     env = {**base_env, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1", SANITIZER_ENV: json.dumps(argv)}
-    return JobSpec(role=f"sanitizer-{tool}", src_dir=dirs["src"], data_dir=data_dir,
-                   out_dir=dirs["out"], tmp_dir=dirs["tmp"], limits=policy.limits, env=env,
-                   gpu=gpu)
+    job = job_spec(ctx.root / f"sanitizer-{tool}", data_dir=run.data_dir, policy=ctx.policy,
+                   env=env, gpu=ctx.on_gpu)
+    write_sources(job.src_dir, solution_files(ctx.solution))
+    compile_cuda.hand_over(run.cand_dir, job.out_dir, ctx.solution.content_hash())
+    return job
 
 
-def _drive(run: ToolRun, hello: dict[str, Any], case: Case, seed: int, policy: Policy,
+def _drive(run: ToolRun, hello: dict[str, Any], case: Case, seed: int, *, policy: Policy,
            deadline: float, device: str) -> None:
     """hello (build/load) -> one call -> bye -> wait for the sanitizer to write its report."""
     if run.proc is None:
@@ -284,7 +130,7 @@ def _drive(run: ToolRun, hello: dict[str, Any], case: Case, seed: int, policy: P
     run.wall_s = time.monotonic() - t0
 
 
-def _blocking(findings: list[Finding], tool: str, rules: Any) -> list[Finding]:
+def _blocking(findings: list[SanitizerFinding], tool: str, rules: Any) -> list[SanitizerFinding]:
     out = []
     for f in findings:
         if f.severity == "api":
@@ -306,7 +152,7 @@ def _judge(run: ToolRun, policy: Policy) -> tuple[list[Reason], dict[str, Any]]:
         "exit_code": rc, "wall_s": round(run.wall_s, 3), "reported_errors": total,
         "findings": [f.as_dict() for f in findings[:rules.print_limit]],
     }
-    broken = _TOOL_BROKEN.search(text + "\n" + (run.exit.stderr if run.exit else ""))
+    broken = TOOL_BROKEN.search(text + "\n" + (run.exit.stderr if run.exit else ""))
     if run.fault is not None and run.fault.code != ReasonCode.TIMEOUT and broken:
         raise InfrastructureError(f"compute-sanitizer --tool {run.tool} could not run here: "
                                   f"{broken.group(1)}")
@@ -343,29 +189,29 @@ def _judge(run: ToolRun, policy: Policy) -> tuple[list[Reason], dict[str, Any]]:
     return reasons, details
 
 
-def run(sandbox: Sandbox, definition: Definition, solution: Solution, cases: list[Case],
-        policy: Policy, seed: int, root: Path, data_dir: Path, hello: dict[str, Any],
-        cand_out: Path, *, device: str = "cuda", executable: str | None = None) -> StageResult:
-    rules = policy.sanitizer
+def run_tools(ctx: EvaluationContext, run: Execution, *,
+              executable: str | None = None) -> StageResult:
+    """Each policy tool on the smallest workload, in sandboxed jobs of their own."""
+    rules = ctx.policy.sanitizer
     t0 = time.monotonic()
     if not rules.tools:
-        return StageResult(stage=Stage.SANITIZER, status="skipped", duration_s=0.0,
-                           details={"reason": "the policy runs no sanitizer tool"})
+        return skipped(Stage.SANITIZER, "the policy runs no sanitizer tool")
     exe = executable or find_sanitizer()
     if exe is None:
         raise InfrastructureError("compute-sanitizer not found (CUDA_HOME/bin, PATH)")
-    case = smallest_case(cases)
-    call_seed = derive_seed(seed, "sanitizer", case.id)
-    runs = [ToolRun(t, _job(root, t, solution, policy, data_dir, exe, cand_out, device != "cpu"))
-            for t in dict.fromkeys(rules.tools)]
+    case = smallest_case(run.cases)
+    call_seed = derive_seed(ctx.seed, "sanitizer", case.id)
+    runs = [ToolRun(t, _job(ctx, t, run, exe)) for t in dict.fromkeys(rules.tools)]
     deadline = time.monotonic() + rules.timeout_s
+    hello = candidate_hello(ctx.solution)
 
     def one(r: ToolRun) -> None:
-        _drive(r, hello, case, call_seed, policy, deadline, device)
+        _drive(r, hello, case, call_seed, policy=ctx.policy, deadline=deadline,
+               device=ctx.device)
 
     if rules.parallel:
         for r in runs:  # processes start here, in this thread; only the driving is threaded
-            r.proc = sandbox.start(r.job, deadline_s=rules.timeout_s)
+            r.proc = ctx.sandbox.start(r.job, deadline_s=rules.timeout_s)
         threads = [threading.Thread(target=one, args=(r,), daemon=True) for r in runs]
         for th in threads:
             th.start()
@@ -373,14 +219,14 @@ def run(sandbox: Sandbox, definition: Definition, solution: Solution, cases: lis
             th.join(rules.timeout_s + 30)
     else:
         for r in runs:
-            r.proc = sandbox.start(r.job, deadline_s=max(deadline - time.monotonic(), 1.0))
+            r.proc = ctx.sandbox.start(r.job, deadline_s=max(deadline - time.monotonic(), 1.0))
             one(r)
     reasons: list[Reason] = []
     per_tool: dict[str, Any] = {}
     for r in runs:
         if r.exit is None and r.proc is not None:
             r.exit = r.proc.kill()
-        rs, det = _judge(r, policy)
+        rs, det = _judge(r, ctx.policy)
         reasons.extend(rs)
         per_tool[r.tool] = det
     for r in runs:  # build artifacts are large; the reports were read above
@@ -392,4 +238,22 @@ def run(sandbox: Sandbox, definition: Definition, solution: Solution, cases: lis
                        duration_s=time.monotonic() - t0, reasons=reasons, details=details)
 
 
-__all__ = ["Finding", "find_sanitizer", "parse", "run", "smallest_case"]
+
+
+class SanitizerStage:
+    stage = Stage.SANITIZER
+    needs = Needs.GPU
+
+    def run(self, ctx: EvaluationContext, so_far: SoFar) -> StageResult:
+        failed, why = so_far.first_failed(), so_far.blocked()
+        if why and failed is not None and failed.stage is not Stage.CORRECTNESS:
+            return skipped(self.stage, why)  # it did not even compile
+        if not ctx.on_gpu:
+            return skipped(self.stage, "no CUDA device: compute-sanitizer needs a GPU")
+        if why:
+            return skipped(self.stage, why)
+        return run_tools(ctx, so_far.execution(ctx))
+
+
+__all__ = ["SanitizerFinding", "SanitizerStage", "find_sanitizer", "parse", "run_tools",
+           "smallest_case"]

@@ -56,7 +56,7 @@ def _paired_output(definition: Definition, name: str, after: torch.Tensor,
 
 
 def check_inputs(definition: Definition, resolved: Resolved, payload_inputs: list[dict[str, Any]],
-                 original: list[object], got: dict[str, torch.Tensor],
+                 *, original: list[object], got: dict[str, torch.Tensor],
                  ref_got: dict[str, torch.Tensor]) -> tuple[Comparison | None, list[str]]:
     """(the first failure or None, the inputs judged as state)."""
     declared = declared_state(definition, resolved)

@@ -18,7 +18,7 @@ import pytest
 from sandboxharness.intake import load_definition, load_solution, load_workloads
 from sandboxharness.models import Verdict
 from sandboxharness.pipeline import Harness
-from sandboxharness.stages.benchmark import clock_disagrees
+from sandboxharness.stages.benchmark.timing import clock_disagrees
 from tests.conftest import TRITON_RMS, fast_policy
 
 RMS = "def _rms(x, w):\n    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w\n"

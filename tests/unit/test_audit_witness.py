@@ -125,13 +125,13 @@ def test_witness_checks_requests_like_the_protocol(setup: tuple[Path, Path]) -> 
     newest = split_sidecar(log.with_name("audit.log.checkpoints").read_bytes()).entries[-1].text
     assert newest is not None
     with pytest.raises(WitnessRefused, match="conflict"):
-        add_checkpoint(state, request_body(3, [], newest), KEYS, WITNESS, 1)
+        add_checkpoint(state, request_body(3, [], newest), KEYS, WITNESS, now=1)
     with pytest.raises(WitnessRefused, match="no signature by a trusted log key"):
-        add_checkpoint(state, request_body(6, [], newest), [WITNESS.public_key], WITNESS, 1)
+        add_checkpoint(state, request_body(6, [], newest), [WITNESS.public_key], WITNESS, now=1)
     with pytest.raises(WitnessRefused, match="not consistent"):
-        add_checkpoint(state, request_body(6, [bytes(32)] * 3, newest), KEYS, WITNESS, 1)
+        add_checkpoint(state, request_body(6, [bytes(32)] * 3, newest), KEYS, WITNESS, now=1)
     with pytest.raises(WitnessRefused, match="malformed"):
-        add_checkpoint(state, b"old 06\n\n" + newest.encode(), KEYS, WITNESS, 1)
+        add_checkpoint(state, b"old 06\n\n" + newest.encode(), KEYS, WITNESS, now=1)
     assert sc.checkpoint.size == 6
 
 

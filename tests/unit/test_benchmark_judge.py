@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sandboxharness.intake import load_definition, load_workloads
-from sandboxharness.stages import benchmark
+from sandboxharness.stages.benchmark import timing
 from sandboxharness.stages.cases import build_cases
 from sandboxharness.stages.execute import BenchResult, RoleRun
 from tests.conftest import fast_policy
@@ -22,7 +22,8 @@ def _runs(tiny_def_path: Path, tiny_wl_path: Path, times: list[float], host_s: f
 
 def _codes(tiny_def_path: Path, tiny_wl_path: Path, times: list[float], host_s: float) -> set[str]:
     d, policy, cand, ref = _runs(tiny_def_path, tiny_wl_path, times, host_s)
-    reasons, _ = benchmark.judge(d, policy, cand, ref, Path("."), Path("."), ".", "cpu")
+    reasons, _ = timing.judge(d, policy, cand, ref, cand_dir=Path("."), ref_dir=Path("."),
+                              data_dir=".", device="cpu")
     return {r.code.value for r in reasons}
 
 
@@ -46,6 +47,7 @@ def test_reporting_more_time_than_passed_is_caught(tiny_def_path, tiny_wl_path) 
 
 def test_speedup_and_dispersion_are_reported(tiny_def_path, tiny_wl_path) -> None:
     d, policy, cand, ref = _runs(tiny_def_path, tiny_wl_path, [0.01, 0.011, 0.012, 0.01], 0.05)
-    _, details = benchmark.judge(d, policy, cand, ref, Path("."), Path("."), ".", "cpu")
+    _, details = timing.judge(d, policy, cand, ref, cand_dir=Path("."), ref_dir=Path("."),
+                              data_dir=".", device="cpu")
     w = details["workloads"][0]
     assert w["speedup"] == 1.0 and w["candidate"]["n"] == 4 and w["candidate"]["dispersion"] >= 0

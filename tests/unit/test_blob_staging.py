@@ -12,8 +12,8 @@ import torch
 from safetensors.torch import save_file
 
 from sandboxharness.errors import InputError
-from sandboxharness.jobs import stage_blobs
 from sandboxharness.models import WorkloadTrace
+from sandboxharness.stages.job import stage_blobs
 
 
 def _wl(path: str) -> WorkloadTrace:

@@ -109,7 +109,7 @@ def _check(definition: Definition, original: dict[str, torch.Tensor],
     want = {f"in.{k}": v for k, v in ref_after.items()}
     want.update({f"out.{k}": v for k, v in (ref_out or {}).items()})
     return check_inputs(definition, resolve(definition, CorrectnessRules()), payload,
-                        list(original.values()), got, want)
+                        original=list(original.values()), got=got, ref_got=want)
 
 
 def test_state_the_reference_updates_must_match_its_update() -> None:
@@ -179,10 +179,10 @@ def test_a_recomputed_near_tie_at_the_kth_score_is_accepted_like_fib() -> None:
     near = ref.clone()
     near[0, -1] = order[2048]  # the first token left out instead of the last one taken
     assert compare_set("topk_indices", near, ref, None).code is not None  # as a bare set: no
-    assert compare_set("topk_indices", near, ref, scores, tol).code is None
+    assert compare_set("topk_indices", near, ref, scores, tol=tol).code is None
     far = ref.clone()
     far[0, 0] = order[2099]  # the lowest-scoring reachable token instead of the best
-    assert compare_set("topk_indices", far, ref, scores, tol).code is not None
+    assert compare_set("topk_indices", far, ref, scores, tol=tol).code is not None
     unreachable = ref.clone()
     unreachable[1, 0] = int((~torch.isfinite(scores[1])).nonzero()[0])
-    assert compare_set("topk_indices", unreachable, ref, scores, tol).code is not None
+    assert compare_set("topk_indices", unreachable, ref, scores, tol=tol).code is not None

@@ -8,13 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from sandboxharness import baselines, jobs
 from sandboxharness.intake import load_definition, load_workloads
 from sandboxharness.models import Solution
 from sandboxharness.sandbox import select_backend
-from sandboxharness.stages import roofline, sanitizer
+from sandboxharness.stages import sanitizer
+from sandboxharness.stages.benchmark import baselines, roofline
 from sandboxharness.stages.cases import build_cases
-from sandboxharness.stages.execute import BenchResult, RoleRun
+from sandboxharness.stages.context import EvaluationContext
+from sandboxharness.stages.execute import BenchResult, Plan, RoleRun
+from sandboxharness.stages.job import Execution
 from tests.conftest import DATA, TRITON_RMS, fast_policy, make_solution
 
 FAKE = Path(__file__).resolve().parents[1] / "gpu" / "data" / "fake-compute-sanitizer"
@@ -62,9 +64,14 @@ def test_sanitizer_stage_plumbing_through_the_process_sandbox(tmp_path: Path) ->
     cases = build_cases(definition, load_workloads(DATA / "tiny" / "rms_t.jsonl"), policy)
     sol = Solution.model_validate(make_solution(TRITON_RMS))
     (tmp_path / "candidate" / "out").mkdir(parents=True)
-    result = sanitizer.run(select_backend("auto", policy), definition, sol, cases, policy, 7,
-                           tmp_path, Path.cwd(), jobs.candidate_hello(sol),
-                           tmp_path / "candidate" / "out", device="cpu", executable=str(FAKE))
+    ctx = EvaluationContext(definition=definition, solution=sol, workloads=(), policy=policy,
+                            sandbox=select_backend("auto", policy), seed=7, device="cpu",
+                            root=tmp_path)
+    plan = Plan(cases=cases, bench_cases=cases, trials=1, seed=7, device="cpu", policy=policy)
+    run = Execution(cand=RoleRun(role="candidate"), ref=None, plan=plan, cases=cases,
+                    data_dir=Path.cwd(), cand_dir=tmp_path / "candidate" / "out",
+                    ref_dir=tmp_path / "reference" / "out")
+    result = sanitizer.run_tools(ctx, run, executable=str(FAKE))
     assert result.status == "failed"
     assert [r.code.value for r in result.reasons] == ["SANITIZER_MEMCHECK"]
     tools = result.details["tools"]

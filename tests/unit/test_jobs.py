@@ -9,8 +9,8 @@ import pytest
 from sandboxharness.api import find_workloads
 from sandboxharness.errors import InputError
 from sandboxharness.intake import load_definition
-from sandboxharness.jobs import stage_blobs
 from sandboxharness.models import WorkloadTrace
+from sandboxharness.stages.job import stage_blobs
 from tests.conftest import FIB, REPO
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sandboxharness.intake import load_definition
-from sandboxharness.stages.roofline import bytes_per_call, implausible
+from sandboxharness.stages.benchmark.roofline import bytes_per_call, implausible
 from tests.conftest import DATA
 
 CEIL = {"copy_bandwidth_Bps": 4.0e12}  # ~ the H200's measured D2D copy rate

@@ -46,8 +46,8 @@ def _draw(probs: torch.Tensor, k: torch.Tensor, n: int, seed: int = 1) -> torch.
 
 def _judge(samples: torch.Tensor, rules: SamplingRules | None = None):  # type: ignore[no-untyped-def]
     ins = _inputs()
-    return judge_sampling(_sampler(), "samples", samples[0], samples[0], ins,
-                          rules or SamplingRules(), samples[1:])
+    return judge_sampling(_sampler(), "samples", samples[0], samples[0], inputs=ins,
+                          rules=rules or SamplingRules(), repeats=samples[1:])
 
 
 def test_an_honest_top_k_sampler_passes_mask_and_distribution() -> None:
@@ -70,7 +70,7 @@ def test_a_greedy_sampler_stays_in_the_mask_but_fails_the_distribution() -> None
     res = _judge(greedy)
     assert res.code == ReasonCode.INCORRECT_NUMERICAL and "total variation" in res.message
     # with one call's samples only the mask is judged, and the details say so
-    one = judge_sampling(_sampler(), "samples", greedy[0], greedy[0], ins, SamplingRules())
+    one = judge_sampling(_sampler(), "samples", greedy[0], greedy[0], inputs=ins, rules=SamplingRules())
     assert one.code is None and one.extra["distribution_checked"] is False
 
 
@@ -89,10 +89,11 @@ def test_top_k_ties_and_top_p_slack_follow_fib() -> None:
 def test_out_of_vocabulary_and_missing_inputs() -> None:
     ins = _inputs()
     bad = torch.tensor([0, 1, V])
-    res = judge_sampling(_sampler(), "samples", bad, bad, ins, SamplingRules())
+    res = judge_sampling(_sampler(), "samples", bad, bad, inputs=ins, rules=SamplingRules())
     assert res.code == ReasonCode.INCORRECT_NUMERICAL and "vocabulary" in res.message
     with pytest.raises(InputError, match="probs"):
-        judge_sampling(_sampler(), "samples", bad, bad, {"top_k": ins["top_k"]}, SamplingRules())
+        judge_sampling(_sampler(), "samples", bad, bad, inputs={"top_k": ins["top_k"]},
+                       rules=SamplingRules())
 
 
 def test_too_few_samples_for_a_row_support_are_not_judged_by_tvd() -> None:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from ..models import Definition
+from ...models import Definition
 
 _DTYPE_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1,
                 "float8_e5m2": 1, "float4_e2m1": 0.5, "int64": 8, "int32": 4, "int16": 2,
@@ -101,7 +101,7 @@ def ceilings() -> dict[str, Any]:
     """Measured once per process: copy bandwidth, bf16 matmul rate, and the timer's floor."""
     import torch
 
-    from ..worker.gputimer import GpuTimer
+    from ...worker.gputimer import GpuTimer
 
     n = 1 << 28  # 1 GiB of float32 read + 1 GiB written
     copy_ms = _copy_ms(n)

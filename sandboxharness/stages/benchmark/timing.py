@@ -7,13 +7,13 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from ..models import Definition, Policy
-from ..models.verdict import Reason, ReasonCode, Stage
-from . import honesty
-from .compare_modes import resolve
-from .correctness import judge_call
-from .execute import CallResult, RoleRun
-from .state import may_update_inputs
+from ...models import Definition, Policy
+from ...models.verdict import Reason, ReasonCode, Stage
+from .. import honesty
+from ..compare_modes import resolve
+from ..correctness import judge_call
+from ..execute import CallResult, RoleRun
+from ..state import may_update_inputs
 
 # The worker's times against the span the host saw between each timed call's ``ready`` and
 # ``done`` frames. Host-side spans only ever run long (the worker preempted after a frame, a
@@ -56,8 +56,8 @@ def summarize(times: list[float]) -> dict[str, float]:
             "dispersion": (qs[2] - qs[0]) / med if med > 0 else 0.0, "n": float(len(times))}
 
 
-def judge(definition: Definition, policy: Policy, cand: RoleRun, ref: RoleRun, cand_dir: Path,
-          ref_dir: Path, data_dir: str, device: str,
+def judge(definition: Definition, policy: Policy, cand: RoleRun, ref: RoleRun, *,
+          cand_dir: Path, ref_dir: Path, data_dir: str, device: str,
           language: str = "", own: list[str] | None = None
           ) -> tuple[list[Reason], dict[str, Any]]:
     reasons: list[Reason] = []
@@ -88,8 +88,8 @@ def judge(definition: Definition, policy: Policy, cand: RoleRun, ref: RoleRun, c
             cand_call = CallResult(bench.case, -1, bench.seeds[idx], file=fname,
                                    reply={"n_outputs": len(bench.case.payload["outputs"])},
                                    bound=bench.calls[idx].bound, sampled_index=idx)
-            code, msg, _ = judge_call(definition, policy, cand_call, cand_dir, ref_call, ref_dir,
-                                      data_dir)
+            code, msg, _ = judge_call(definition, policy, cand_call, ref_call, cand_dir=cand_dir,
+                                      ref_dir=ref_dir, data_dir=data_dir)
             if code is not None:
                 if code not in (ReasonCode.INTEGRITY_VIOLATION, ReasonCode.INPUT_MUTATED):
                     code = ReasonCode.BENCH_OUTPUT_MISMATCH

@@ -25,9 +25,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .models import Definition, Policy, Reason, ReasonCode, Stage
-from .sandbox.interface import JobSpec, Sandbox
-from .stages.execute import Plan, RoleRun, run_role
+from ...errors import InfrastructureError
+from ...models import Policy, Reason, ReasonCode, Stage
+from ...sandbox.interface import JobSpec
+from .. import compile_cuda
+from ..context import EvaluationContext
+from ..execute import RoleRun, run_role
+from ..job import Execution, write_sources
+from . import roofline
 
 CACHE_ENV = "SHX_BASELINE_CACHE"
 """Optional: a directory for the baselines' JIT cache shared by several harness processes."""
@@ -63,9 +68,10 @@ def _cache_dir() -> Path:
     return _cache_root
 
 
-def run_flashinfer(sandbox: Sandbox, definition: Definition, plan: Plan, policy: Policy,
-                   root: Path, data_dir: Path, env: dict[str, str]) -> tuple[RoleRun | None, str]:
+def run_flashinfer(ctx: EvaluationContext, run: Execution, env: dict[str, str]
+                   ) -> tuple[RoleRun | None, str]:
     """Time the FlashInfer baseline; (None, why) when there is none or it cannot run here."""
+    definition, policy = ctx.definition, ctx.policy
     source = adapter(definition.fi_api)
     if source is None:
         return None, (f"no adapter for fi_api {definition.fi_api!r}" if definition.fi_api
@@ -76,15 +82,16 @@ def run_flashinfer(sandbox: Sandbox, definition: Definition, plan: Plan, policy:
     src, out = base / "src", base / "out"
     for d in (src, out):
         d.mkdir(parents=True, exist_ok=True, mode=0o700)
-    (src / "baseline.py").write_text(source, encoding="utf-8")
+    (src / "baseline.py").unlink(missing_ok=True)  # our own adapter, rewritten per job
+    write_sources(src, [("baseline.py", source.encode("utf-8"))])
     tmp = Path(tempfile.mkdtemp(prefix="tmp-", dir=base))
-    job = JobSpec(role="baseline", src_dir=src, data_dir=data_dir, out_dir=out, tmp_dir=tmp,
+    job = JobSpec(role="baseline", src_dir=src, data_dir=run.data_dir, out_dir=out, tmp_dir=tmp,
                   limits=policy.limits, env=env, gpu=True)
     hello = {"role": "baseline", "entry_file": "baseline.py", "entry_func": "run",
              "dps": False, "preload_triton": False, "language": "python",
              "env_in_out": {"FLASHINFER_WORKSPACE_BASE": "flashinfer-workspace"}}
     try:
-        ran = run_role(sandbox, job, hello, replace(plan, sampled={}))
+        ran = run_role(ctx.sandbox, job, hello, replace(run.plan, sampled={}))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if ran.fault is not None:
@@ -153,17 +160,16 @@ def gate(policy: Policy, cand: RoleRun, baselines: dict[str, RoleRun]
     return reasons, details
 
 
-def extend_benchmark(sandbox: Sandbox, definition: Definition, policy: Policy, cand: RoleRun,
-                     ref: RoleRun, plan: Plan, root: Path, data_dir: Path
+def extend_benchmark(ctx: EvaluationContext, run: Execution
                      ) -> tuple[list[Reason], dict[str, Any]]:
     """GPU additions to the benchmark stage: baselines, the regime gate, roofline position."""
-    from .stages import compile_cuda, roofline
-
-    runs: dict[str, RoleRun] = {"reference": ref}
+    definition, policy, cand = ctx.definition, ctx.policy, run.cand
+    if run.ref is None:
+        raise InfrastructureError("baselines asked for before the reference ran")
+    runs: dict[str, RoleRun] = {"reference": run.ref}
     notes: dict[str, str] = {}
     if "flashinfer" in policy.benchmark.baselines:
-        fi, why = run_flashinfer(sandbox, definition, plan, policy, root, data_dir,
-                                 compile_cuda.gpu_env())
+        fi, why = run_flashinfer(ctx, run, compile_cuda.gpu_env())
         if fi is not None:
             runs["flashinfer"] = fi
         else:
