@@ -67,6 +67,33 @@ def _kernel_name(text: str) -> str:
     return "".join(out).strip()[:160] or name[:160]
 
 
+def _start(line: str, tool: str) -> SanitizerFinding | None:
+    """The finding a report line opens, if it opens one."""
+    for pattern, what in _STARTS:
+        m = pattern.match(line)
+        if not m:
+            continue
+        if what in ("access", "uninit"):
+            return SanitizerFinding(tool, m.group(1), detail={"size_bytes": int(m.group(2))})
+        if what == "race":
+            found = SanitizerFinding(tool, f"{m.group(2)} ({m.group(3)} vs ...)",
+                                     severity=m.group(1).lower())
+            _apply_at(found, "at " + m.group(4))
+            return found
+        if what == "hazard":
+            return SanitizerFinding(tool, f"Potential {m.group(2)} hazard at {m.group(3)}",
+                                    severity=m.group(1).lower(), detail={"address": m.group(4)})
+        if what == "api":
+            return SanitizerFinding(tool, "CUDA API error", severity="api",
+                                    detail={"error": m.group(1), "api": m.group(4),
+                                            "message": m.group(3)[:200]})
+        if what == "leak":
+            return SanitizerFinding(tool, "Leak", detail={"bytes": int(m.group(2))},
+                                    severity="warning")
+        return SanitizerFinding(tool, m.group(1)[:160])
+    return None
+
+
 def parse(text: str, tool: str) -> tuple[list[SanitizerFinding], int | None]:
     """Findings (grouped by kind + kernel + location) and the reported error total."""
     groups: dict[tuple[str, str | None, str | None], SanitizerFinding] = {}
@@ -95,56 +122,40 @@ def parse(text: str, tool: str) -> tuple[list[SanitizerFinding], int | None]:
             close()
             total = (total or 0) + int(m.group(1))
             continue
-        started = False
-        for pattern, what in _STARTS:
-            m = pattern.match(line)
-            if not m:
-                continue
+        started = _start(line, tool)
+        if started is not None:
             close()
-            started = True
-            if what in ("access", "uninit"):
-                current = SanitizerFinding(tool, m.group(1), detail={"size_bytes": int(m.group(2))})
-            elif what == "race":
-                current = SanitizerFinding(tool, f"{m.group(2)} ({m.group(3)} vs ...)",
-                                  severity=m.group(1).lower())
-                _apply_at(current, "at " + m.group(4))
-            elif what == "hazard":
-                current = SanitizerFinding(tool, f"Potential {m.group(2)} hazard at {m.group(3)}",
-                                  severity=m.group(1).lower(), detail={"address": m.group(4)})
-            elif what == "api":
-                current = SanitizerFinding(tool, "CUDA API error", severity="api",
-                                  detail={"error": m.group(1), "api": m.group(4),
-                                          "message": m.group(3)[:200]})
-            elif what == "leak":
-                current = SanitizerFinding(tool, "Leak", detail={"bytes": int(m.group(2))},
-                                  severity="warning")
-            else:
-                current = SanitizerFinding(tool, m.group(1)[:160])
-            break
-        if started or current is None:
+            current = started
             continue
-        if line.startswith("and ") and current.kind.startswith("Race reported"):
-            m2 = re.match(r"and (\w+) access at", line)
-            if m2:
-                current.kind = current.kind.replace("vs ...", f"vs {m2.group(1)}")
-            at = _AT.match(line)
-            if at and at.group(3):
-                current.count = int(at.group(3))
+        if current is None:
             continue
-        if line.startswith("at ") and current.kernel is None:
-            _apply_at(current, line)
-            continue
-        m3 = _ADDR.search(line)
-        if m3 and "address" not in current.detail:
-            current.detail["address"] = m3.group(1)
-        m4 = _NEAR.search(line)
-        if m4:
-            current.detail.update(offset_bytes=int(m4.group(1)), side=m4.group(2),
-                                  allocation_size=int(m4.group(4)))
-        if line.startswith("by thread") and "first_thread" not in current.detail:
-            current.detail["first_thread"] = line[len("by thread "):][:80]
+        _continue(current, line)
     close()
     return order, total
+
+
+def _continue(current: SanitizerFinding, line: str) -> None:
+    """A line that adds to the open finding: where, which access, how many."""
+    if line.startswith("and ") and current.kind.startswith("Race reported"):
+        m2 = re.match(r"and (\w+) access at", line)
+        if m2:
+            current.kind = current.kind.replace("vs ...", f"vs {m2.group(1)}")
+        at = _AT.match(line)
+        if at and at.group(3):
+            current.count = int(at.group(3))
+        return
+    if line.startswith("at ") and current.kernel is None:
+        _apply_at(current, line)
+        return
+    m3 = _ADDR.search(line)
+    if m3 and "address" not in current.detail:
+        current.detail["address"] = m3.group(1)
+    m4 = _NEAR.search(line)
+    if m4:
+        current.detail.update(offset_bytes=int(m4.group(1)), side=m4.group(2),
+                              allocation_size=int(m4.group(4)))
+    if line.startswith("by thread") and "first_thread" not in current.detail:
+        current.detail["first_thread"] = line[len("by thread "):][:80]
 
 
 def _apply_at(finding: SanitizerFinding, line: str) -> None:
