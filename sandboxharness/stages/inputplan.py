@@ -38,7 +38,7 @@ def _value(node: ast.expr | None, env: dict[str, int]) -> int | None:
     return int(v)
 
 
-def resolve(definition: Definition, roles: dict[str, Role], axes: dict[str, int],
+def resolve(definition: Definition, roles: dict[str, Role], axes: dict[str, int],  # noqa: C901 - one rule per role
             generated: set[str]) -> tuple[dict[str, dict[str, Any]], list[Problem]]:
     env = env_of(definition, axes)
     params: dict[str, dict[str, Any]] = {}

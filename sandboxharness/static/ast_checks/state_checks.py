@@ -144,7 +144,7 @@ class StateChecker:
             else:
                 self.walk(child, stack)
 
-    def check_function(self, fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
+    def check_function(self, fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,  # noqa: C901 - one walk
                        stack: list[_Scope]) -> None:
         body: list[ast.AST] = list(fn.body) if isinstance(fn.body, list) else [fn.body]
         a = fn.args
