@@ -18,12 +18,12 @@ import time
 from pathlib import Path
 from typing import IO
 
-from .._internal.env import BASE_PATH
+from .._internal.worker_env import BASE_PATH
 from ..errors import SandboxError
 from ._launch import Launch
 from ._logs import CappedReader
-from .docker_watch import OutDirWatch
 from .interface import ExitInfo, SandboxedProcess
+from .out_quota import OutDirWatch
 
 NSINIT = str(Path(__file__).with_name("_nsinit.py"))
 READY_TIMEOUT_S = 30.0

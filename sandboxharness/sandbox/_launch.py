@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .._internal.env import worker_env
+from .._internal.worker_env import worker_env
 from ..errors import SandboxError
 from . import cgroups
 from .interface import JobPaths, JobSpec

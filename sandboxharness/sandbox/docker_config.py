@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .._internal.env import worker_env
 from .._internal.shipped import DOCKER_SECCOMP, shipped_file
+from .._internal.worker_env import worker_env
 from ..errors import SandboxError
 from .interface import JobPaths, JobSpec
 

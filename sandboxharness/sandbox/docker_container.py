@@ -14,8 +14,8 @@ from typing import Any
 from ..errors import SandboxError
 from .docker_config import CONTAINER_PATHS, ContainerSettings
 from .docker_stream import AttachStream
-from .docker_watch import OutDirWatch
 from .interface import ExitInfo, JobSpec, SandboxedProcess
+from .out_quota import OutDirWatch
 
 STDOUT_HIGH_WATER = 8 * 1024 * 1024
 

@@ -24,8 +24,8 @@ from sandboxharness.sandbox.docker_config import (
     worker_sha256,
 )
 from sandboxharness.sandbox.docker_stream import AttachStream
-from sandboxharness.sandbox.docker_watch import OutDirWatch
 from sandboxharness.sandbox.interface import JobSpec
+from sandboxharness.sandbox.out_quota import OutDirWatch
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,6 @@
-"""What the evaluation ran on, for the verdict (reproducibility, audit)."""
+"""The host the evaluation ran on (versions, platform, device), for the verdict's
+``environment`` (reproducibility, audit). The worker's environment variables are
+``worker_env``."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""A quota for the one writable host mount: the job's out dir is a plain host directory (the
-host must read it after the container is gone), so no mount option bounds what a candidate
-writes there. A watchdog sums it every ``interval_s`` and kills the container past the quota
-(bytes or entries); overshoot is bounded by write throughput x interval, and each file by
-RLIMIT_FSIZE.
+"""A quota for the one writable host directory of a job, in both backends: the job's out dir
+is a plain host directory (the host must read it after the job is gone), so no mount option
+bounds what a candidate writes there. A watchdog sums it every ``interval_s`` and kills the
+job (the process tree or the container) past the quota (bytes or entries); overshoot is
+bounded by write throughput x interval, and each file by RLIMIT_FSIZE.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ class OutDirWatch:
         self._on_exceeded, self._interval = on_exceeded, interval_s
         self._stop = threading.Event()
         self.exceeded: str | None = None
-        self._thread = threading.Thread(target=self._run, name="docker-out-quota", daemon=True)
+        self._thread = threading.Thread(target=self._run, name="out-quota", daemon=True)
         self._thread.start()
 
     def usage(self) -> tuple[int, int]:

@@ -1,4 +1,5 @@
-"""The worker's environment: built from nothing, never inherited from the host."""
+"""The worker's environment variables and PATH: built from nothing, never inherited from the
+host. What the host itself is (for the verdict) is ``host``."""
 
 from __future__ import annotations
 
