@@ -13,13 +13,12 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import rfc8785
-
 from ..errors import AuditError, VerificationError
 from ..models import Verdict
 from ..models._base import sha256_tag
 from .interface import AppendResult
 from .keys import PublicKey, Signer
+from .records import canonical
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -40,14 +39,6 @@ def _hex_digest(tag: str) -> str:
     return hex_part
 
 
-def _canonical(obj: Any) -> bytes:
-    try:
-        return rfc8785.dumps(obj)
-    except rfc8785.CanonicalizationError as exc:
-        raise AuditError(f"verdict cannot be written as canonical JSON (RFC 8785): {exc}") \
-            from None
-
-
 def make_statement(verdict: Verdict, audit: AppendResult | None = None) -> dict[str, Any]:
     body = verdict.model_dump(mode="json")
     predicate: dict[str, Any] = {
@@ -62,7 +53,7 @@ def make_statement(verdict: Verdict, audit: AppendResult | None = None) -> dict[
                     "reasons": [r["code"] for r in s["reasons"]]} for s in body["stages"]],
         "started_at": body["started_at"],
         "finished_at": body["finished_at"],
-        "verdict_sha256": sha256_tag(_canonical(body)),
+        "verdict_sha256": sha256_tag(canonical(body)),
     }
     if audit is not None:
         predicate["audit_log"] = {"origin": audit.origin, "index": audit.index,
@@ -82,7 +73,7 @@ def make_attestation(verdict: Verdict, signer: Signer, *,
     """A DSSE envelope (JSON-ready dict) around an in-toto statement about ``verdict``.
     Pass the :class:`AppendResult` of the audit append to bind the attestation to the log
     (its signed checkpoint then doubles as a trusted checkpoint for ``audit verify``)."""
-    payload = _canonical(make_statement(verdict, audit))
+    payload = canonical(make_statement(verdict, audit))
     sig = signer.sign(pae(PAYLOAD_TYPE, payload))
     return {"payloadType": PAYLOAD_TYPE,
             "payload": base64.b64encode(payload).decode(),

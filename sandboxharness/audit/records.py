@@ -21,7 +21,6 @@ SHA-256(0x00 || line without the newline). A writer canonicalises a verdict once
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import json
 from dataclasses import dataclass
 from datetime import datetime
@@ -29,10 +28,11 @@ from typing import Any
 
 import rfc8785
 
+from .._internal.host import harness_version as _harness_version
 from ..errors import AuditError
 from ..models import Verdict
+from ..models import canonical as canon
 from ..models._base import sha256_tag
-from . import canon
 from .interface import FormatError
 
 SCHEMA = "https://sandboxharness.dev/audit/record/v1"
@@ -44,15 +44,11 @@ _VERDICT_KEY = b',"verdict":'
 _AFTER_VERDICT = b',"verdict_sha256":'
 
 
-@functools.cache
-def harness_version() -> str:
-    try:
-        return importlib.metadata.version("sandboxharness")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
+harness_version = functools.cache(_harness_version)  # read once per process: every record
 
 
-def _canonical(obj: Any) -> bytes:
+def canonical(obj: Any) -> bytes:
+    """RFC 8785 bytes for the log; a value it cannot encode is the harness's error."""
     try:
         return canon.dumps(obj)
     except canon.CanonicalizationError as exc:
@@ -77,11 +73,11 @@ class Prepared:
 
 def prepare(verdict: Verdict) -> Prepared:
     body = verdict.model_dump(mode="json")
-    verdict_bytes = _canonical(body)
+    verdict_bytes = canonical(body)
     return Prepared(verdict_bytes, {
         "decision": verdict.decision, "candidate_sha256": verdict.candidate.sha256,
         "definition_sha256": verdict.definition.sha256, "policy_sha256": verdict.policy.sha256,
-        "seed": verdict.seed, "environment_sha256": sha256_tag(_canonical(body["environment"])),
+        "seed": verdict.seed, "environment_sha256": sha256_tag(canonical(body["environment"])),
         "verdict_sha256": sha256_tag(verdict_bytes)})
 
 
@@ -89,7 +85,7 @@ def assemble(prepared: Prepared, *, index: int, prev_leaf: bytes | None,
              recorded_at: datetime) -> bytes:
     """The record line (RFC 8785): the small fields canonicalised, the verdict spliced in
     where its key sorts (between ``seed`` and ``verdict_sha256``)."""
-    shell = _canonical({**prepared.summary, "schema": SCHEMA, "index": index,
+    shell = canonical({**prepared.summary, "schema": SCHEMA, "index": index,
                         "prev": GENESIS_PREV if prev_leaf is None else leaf_tag(prev_leaf),
                         "recorded_at": _when(recorded_at), "harness_version": harness_version()})
     cut = shell.rindex(_AFTER_VERDICT)
@@ -106,7 +102,7 @@ def build_record(verdict: Verdict, *, index: int, prev_leaf: bytes | None,
 
 
 def encode_record(record: dict[str, Any]) -> bytes:
-    data = _canonical(record)
+    data = canonical(record)
     if b"\n" in data:  # cannot happen with RFC 8785 (newlines are escaped); belt and braces
         raise AuditError("canonical record contains a newline")
     return data

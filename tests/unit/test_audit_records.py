@@ -181,7 +181,7 @@ def test_canonical_check_agrees_with_rfc8785(value: object) -> None:
 def test_fast_canonical_json_is_rfc8785(value: object) -> None:
     """The writer's fast path (C json encoder, checked for numbers and characters where
     it differs) writes exactly RFC 8785 bytes, or defers to rfc8785 (which may refuse)."""
-    from sandboxharness.audit import canon
+    from sandboxharness.models import canonical as canon
 
     for obj in ({"v": value}, [value]):
         try:

@@ -1,5 +1,6 @@
-"""RFC 8785 (JCS) canonical JSON, fast: a C encoder where it provably writes the same
-bytes as RFC 8785, the pure-Python ``rfc8785`` package everywhere else.
+"""RFC 8785 (JCS) canonical JSON, the one implementation (documents, verdicts, the audit
+log), fast: a C encoder where it provably writes the same bytes as RFC 8785, the pure-Python
+``rfc8785`` package everywhere else.
 
 Writing uses the stdlib's C encoder (it refuses NaN; orjson would write ``null``);
 checking a log line parses and re-encodes it with orjson (5x faster, the verifier's
