@@ -8,6 +8,7 @@ from typing import Any
 from ..models import Reason, Stage, StageResult
 from . import compile_cuda
 from .context import GPU_LANGUAGES, EvaluationContext, Needs, SoFar, skipped
+from .job import execution
 
 
 class CompileStage:
@@ -19,7 +20,7 @@ class CompileStage:
         if why:
             return skipped(self.stage, why)
         t0 = time.monotonic()
-        cand = so_far.execution(ctx).cand
+        cand = execution(ctx, so_far).cand
         details: dict[str, Any] = {"import_s": cand.import_s, "wall_s": cand.wall_s.get("compile"),
                                    "log_tail": (cand.exit.stderr[-2000:] if cand.exit else "")}
         if ctx.on_gpu and ctx.language in GPU_LANGUAGES:  # GPU: the nvcc log

@@ -3,8 +3,8 @@
 A stage is an object with a ``stage`` (its name in the verdict), the resource it ``needs``
 (so that a scheduler can place it) and ``run(ctx, so_far) -> StageResult``. ``ctx`` is
 frozen: the evaluation's inputs. ``so_far`` is the evaluation's record: the results so far
-and the artifacts stages share (the static report, the sandboxed execution), each computed
-once, by the first stage that asks for it.
+and the artifacts stages share (the static report, the sandboxed execution, ``job.execution``),
+each computed once, by the first stage that asks for it.
 """
 
 from __future__ import annotations
@@ -13,13 +13,10 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ..models import Definition, Policy, Solution, Stage, StageResult, WorkloadTrace
 from ..sandbox.interface import Sandbox
-
-if TYPE_CHECKING:
-    from .job import Execution
 
 GPU_LANGUAGES = frozenset({"cuda", "cpp", "tilelang"})
 
@@ -83,13 +80,6 @@ class SoFar:
         if key not in self._shared:
             self._shared[key] = make()
         return self._shared[key]
-
-    def execution(self, ctx: EvaluationContext) -> Execution:
-        """The candidate's and the reference's sandboxed runs (one each, all phases)."""
-        from .job import execute
-
-        result: Execution = self.shared("execution", lambda: execute(ctx))
-        return result
 
 
 class StageRunner(Protocol):

@@ -17,6 +17,7 @@ from .compare import Comparison, compare, compare_exact
 from .compare_modes import Resolved, compare_set, resolve, score_input
 from .context import EvaluationContext, Needs, SoFar, skipped
 from .execute import CallResult, RoleRun
+from .job import execution
 from .results import read_bound, read_tensors
 from .sampling import judge_sampling
 from .session import KernelFault
@@ -151,7 +152,7 @@ class CorrectnessStage:
         if why:
             return skipped(self.stage, why)
         t0 = time.monotonic()
-        run = so_far.execution(ctx)
+        run = execution(ctx, so_far)
         cand = run.cand
         if run.ref is None or cand.fault is not None and cand.fault_phase == "correctness":
             # the candidate's process died or misbehaved before it finished its calls

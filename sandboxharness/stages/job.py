@@ -21,7 +21,7 @@ from ..models.workload import SafetensorsInput
 from ..sandbox.interface import JobSpec
 from . import limits, repeats
 from .cases import CasePlan, build_cases
-from .context import EvaluationContext
+from .context import EvaluationContext, SoFar
 from .execute import Plan, RoleRun, run_role
 
 
@@ -190,3 +190,9 @@ def execute(ctx: EvaluationContext) -> Execution:
     if ref.fault is not None:
         raise limits.reference_fault(ref.fault, ref.fault_phase, ctx.definition.name)
     return replace(done, ref=ref)
+
+
+def execution(ctx: EvaluationContext, so_far: SoFar) -> Execution:
+    """The evaluation's sandboxed runs, made by the first stage that needs them."""
+    result: Execution = so_far.shared("execution", lambda: execute(ctx))
+    return result

@@ -30,7 +30,7 @@ from ..worker.gpu import SANITIZER_ENV, SANITIZER_LOG
 from . import compile_cuda
 from .cases import Case, derive_seed
 from .context import EvaluationContext, Needs, SoFar, skipped
-from .job import Execution, candidate_hello, job_spec, solution_files, write_sources
+from .job import Execution, candidate_hello, execution, job_spec, solution_files, write_sources
 from .sanitizer_report import TOOL_BROKEN, SanitizerFinding, parse
 from .session import KernelFault, WorkerSession
 
@@ -252,7 +252,7 @@ class SanitizerStage:
             return skipped(self.stage, "no CUDA device: compute-sanitizer needs a GPU")
         if why:
             return skipped(self.stage, why)
-        return run_tools(ctx, so_far.execution(ctx))
+        return run_tools(ctx, execution(ctx, so_far))
 
 
 __all__ = ["SanitizerFinding", "SanitizerStage", "find_sanitizer", "parse", "run_tools",

@@ -10,8 +10,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 PKG = "sandboxharness"
 ROOT = Path(__file__).resolve().parents[2] / PKG
 
@@ -183,15 +181,6 @@ def test_from_dot_import_submodule_is_an_edge_to_the_submodule() -> None:
     assert f"{PKG}.sandbox.cgroups" in graph[f"{PKG}.sandbox.process"]
 
 
-# Cycles known to be under repair in files owned elsewhere: each one named, and only it
-# tolerated by the first test; the second (strict xfail) fails once it is gone, so this
-# entry and the mark are removed then. Keep this empty.
-KNOWN = {
-    frozenset({f"{PKG}.stages.context", f"{PKG}.stages.job"}):
-        "stages/context.py imports .job inside a function, stages/job.py imports .context",
-}
-
-
 def _cycles() -> tuple[dict[str, set[str]], list[list[str]]]:
     graph = import_graph()
     return graph, [c for c in strongly_connected(graph) if len(c) > 1]
@@ -202,14 +191,6 @@ def _describe(cycles: list[list[str]], graph: dict[str, set[str]]) -> str:
                      for c in cycles)
 
 
-def test_no_import_cycles_but_the_known_ones() -> None:
-    graph, cycles = _cycles()
-    new = [c for c in cycles if frozenset(c) not in KNOWN]
-    assert not new, f"import cycles in the package:\n{_describe(new, graph)}"
-
-
-@pytest.mark.xfail(bool(KNOWN), strict=True,
-                   reason="known cycle: " + "; ".join(KNOWN.values()))
 def test_no_import_cycles() -> None:
     graph, cycles = _cycles()
     assert not cycles, f"import cycles in the package:\n{_describe(cycles, graph)}"

@@ -9,6 +9,7 @@ import time
 from ...models import Reason, Stage, StageResult
 from .. import honesty
 from ..context import EvaluationContext, Needs, SoFar, skipped
+from ..job import execution
 from . import baselines, timing
 
 
@@ -21,7 +22,7 @@ class BenchmarkStage:
         if why:
             return skipped(self.stage, why)
         t0 = time.monotonic()
-        run = so_far.execution(ctx)
+        run = execution(ctx, so_far)
         cand = run.cand
         if run.ref is None:  # cannot happen once correctness passed; never judge without it
             return skipped(self.stage, "not run: the candidate is not correct")
