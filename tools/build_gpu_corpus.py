@@ -1,7 +1,8 @@
 """Build the GPU corpus: FIB Solution JSON for planted-bug kernels, GPU tricks and honest GPU
 kernels (CUDA with both bindings, Triton), plus small definitions/workloads and manifest.json.
 
-    python kernels/gpu/build.py
+    python -m tools.build_gpu_corpus           # (re)write kernels/gpu's generated files
+    python -m tools.build_gpu_corpus --check   # exit 1 if one is stale
 
 Sources live in kernels/gpu/src/<definition>/; the FlashInfer-Bench sample (gemm, TVM-FFI) is
 kept verbatim as src/gemm_n4096_k4096/example_agent_solution.json.
@@ -9,11 +10,15 @@ kept verbatim as src/gemm_n4096_k4096/example_agent_solution.json.
 
 from __future__ import annotations
 
+import argparse
 import json
 import uuid
 from pathlib import Path
+from typing import Any
 
-HERE = Path(__file__).resolve().parent
+from . import KERNELS, REPO
+
+HERE = KERNELS / "gpu"
 SRC = HERE / "src"
 
 AXPY = {
@@ -83,39 +88,58 @@ def _workloads(name: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
-    (HERE / "definitions" / "axpy_f32.json").write_text(json.dumps(AXPY, indent=2) + "\n")
+def build() -> dict[Path, str]:
+    """Every generated file, path -> exact text."""
+    out = {HERE / "definitions" / "axpy_f32.json": json.dumps(AXPY, indent=2) + "\n"}
     for name in WORKLOADS:
-        (HERE / "workloads" / f"{name}.jsonl").write_text(_workloads(name))
+        out[HERE / "workloads" / f"{name}.jsonl"] = _workloads(name)
     manifest = []
     for stem, definition, lang, binding, files, entry, dps, kind, expected, note in CASES:
-        spec: dict = {"language": lang, "target_hardware": ["H100", "H200"], "entry_point": entry,
-                      "destination_passing_style": dps}
+        spec: dict[str, Any] = {"language": lang, "target_hardware": ["H100", "H200"],
+                                "entry_point": entry, "destination_passing_style": dps}
         if binding:
             spec["binding"] = binding
-        sources = [{"path": Path(f).name, "content": (SRC / definition / f).read_text()}
-                   for f in files]
+        sources = [{"path": Path(f).name,
+                    "content": (SRC / definition / f).read_text(encoding="utf-8")} for f in files]
         sol = {"name": f"{definition}__{stem}", "definition": definition,
                "author": "sandboxharness-gpu-corpus", "spec": spec, "sources": sources,
                "description": note}
-        out = HERE / "solutions" / definition / f"{stem}.json"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(sol, indent=2) + "\n")
-        manifest.append({"id": f"{definition}/{stem}", "solution": str(out.relative_to(HERE)),
+        path = HERE / "solutions" / definition / f"{stem}.json"
+        out[path] = json.dumps(sol, indent=2) + "\n"
+        manifest.append({"id": f"{definition}/{stem}", "solution": str(path.relative_to(HERE)),
                          "definition": definition, "kind": kind, "expected": expected,
                          "note": note})
     fib = SRC / "gemm_n4096_k4096" / "example_agent_solution.json"
-    out = HERE / "solutions" / "gemm_n4096_k4096" / "example_agent_solution.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(fib.read_text())
+    path = HERE / "solutions" / "gemm_n4096_k4096" / "example_agent_solution.json"
+    out[path] = fib.read_text(encoding="utf-8")
     manifest.append({"id": "gemm_n4096_k4096/example_agent_solution",
-                     "solution": str(out.relative_to(HERE)), "definition": "gemm_n4096_k4096",
+                     "solution": str(path.relative_to(HERE)), "definition": "gemm_n4096_k4096",
                      "kind": "fib-sample", "expected": "runs",
                      "note": "FlashInfer-Bench sample, CUDA + TVM-FFI (no binding field)"})
-    (HERE / "manifest.json").write_text(json.dumps({"schema_version": 1, "cases": manifest},
-                                                   indent=2) + "\n")
-    print(f"{len(manifest)} solutions")
+    out[HERE / "manifest.json"] = json.dumps({"schema_version": 1, "cases": manifest},
+                                             indent=2) + "\n"
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--check", action="store_true",
+                        help="do not write; exit 1 if a generated file is stale")
+    args = parser.parse_args(argv)
+    files = build()
+    if args.check:
+        stale = sorted(p for p, text in files.items()
+                       if not p.exists() or p.read_text(encoding="utf-8") != text)
+        for p in stale:
+            print(f"stale: {p.relative_to(REPO)}")
+        return 1 if stale else 0
+    for path, text in sorted(files.items()):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+    print(f"{sum(p.parent.parent == HERE / 'solutions' for p in files)} solutions")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

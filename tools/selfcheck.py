@@ -4,8 +4,10 @@ Default mode: every honest and wrong solution listed in ``kernels/src/corpus.tom
 loaded through ``sandboxharness.intake``, its sources are written into a temporary
 package (the way FlashInfer-Bench's Python builder does), and the entry point is called
 on seeded random inputs for every workload (3 trials each, plus held-out batch sizes),
-then timed for a dozen calls.  Outputs are classified with the same reason codes the
-harness uses; honest solutions must pass, wrong ones must fail with their expected code.
+then timed for a dozen calls.  Outputs are judged by the harness's own comparison
+(``sandboxharness.stages.compare``) under the policy's tolerances, matched ratio, trials and
+held-out values (the shipped default policy, or ``--policy``), and classified with the same
+reason codes; honest solutions must pass, wrong ones must fail with their expected code.
 
 ``--naive``: runs each red-team case (and each forbidden solution) in its own
 subprocess through a deliberately *naive* harness (reference in the same process,
@@ -19,13 +21,15 @@ is set here before triton is imported).
 
 Usage::
 
-    python kernels/selfcheck.py            # honest + wrong solutions; exit 1 on any surprise
-    python kernels/selfcheck.py --naive    # red-team cases against a naive harness
+    python -m tools.selfcheck            # honest + wrong solutions; exit 1 on any surprise
+    python -m tools.selfcheck --naive    # red-team cases against a naive harness
 """
 
+# ruff: noqa: E402 -- TRITON_INTERPRET must be set before anything imports triton
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import json
 import os
@@ -35,7 +39,7 @@ import sys
 import tempfile
 import time
 import tomllib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,16 +50,15 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-KERNELS = Path(__file__).resolve().parent
-sys.path.insert(0, str(KERNELS.parent))
+from sandboxharness.api import default_policy
+from sandboxharness.intake import load_definition, load_policy, load_solution, load_workloads
+from sandboxharness.models import Definition, Policy, Solution, WorkloadTrace
+from sandboxharness.stages.compare import Comparison, compare, compare_exact
+from sandboxharness.stages.compare_modes import Resolved, resolve
 
-from sandboxharness.intake import load_definition, load_solution, load_workloads  # noqa: E402
-from sandboxharness.models import Definition, Solution, WorkloadTrace  # noqa: E402
+from . import KERNELS, REPO
 
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-TOLERANCE = {"bfloat16": 1e-2, "float16": 1e-2, "float32": 1e-5, "float64": 1e-7}
-HELDOUT = (3, 37)
-TRIALS = 3
 TIMED_CALLS = 12
 DTYPES = {"float64": torch.float64, "float32": torch.float32, "float16": torch.float16,
           "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32,
@@ -76,7 +79,7 @@ _PKG_COUNTER = iter(range(1_000_000))
 
 
 @contextmanager
-def built(solution: Solution) -> Any:
+def built(solution: Solution) -> Iterator[Callable[..., Any]]:
     """Write the sources into <tmp>/<pkg>/ and import the entry module (FIB layout)."""
     root = Path(tempfile.mkdtemp(prefix="kcorpus_"))
     pkg = f"_kcorpus_{next(_PKG_COUNTER)}"
@@ -105,7 +108,8 @@ def built(solution: Solution) -> Any:
 def load_reference(definition: Definition) -> Callable[..., Any]:
     namespace: dict[str, Any] = {"__name__": f"_reference_{definition.name}"}
     exec(compile(definition.reference, f"<reference {definition.name}>", "exec"), namespace)  # noqa: S102 -- trusted definition
-    return namespace["run"]
+    run: Callable[..., Any] = namespace["run"]
+    return run
 
 
 # --------------------------------------------------------------------------- inputs
@@ -121,7 +125,7 @@ def make_inputs(definition: Definition, wl: WorkloadTrace, axes: dict[str, int],
             continue
         if how.type != "random":
             raise SystemExit(f"selfcheck handles random and scalar inputs only, not {how.type}")
-        shape = definition.resolve_shape(spec, axes)
+        shape = _shape(definition, spec, axes)
         dtype = DTYPES[spec.dtype]
         if dtype.is_floating_point:
             t = torch.randn(shape, generator=gen, dtype=torch.float32).to(dtype)
@@ -133,10 +137,14 @@ def make_inputs(definition: Definition, wl: WorkloadTrace, axes: dict[str, int],
     return args
 
 
+def _shape(definition: Definition, spec: Any, axes: dict[str, int]) -> tuple[int, ...]:
+    return definition.resolve_shape(spec, axes) or ()  # no shape: a 0-d tensor
+
+
 def poisoned_outputs(definition: Definition, axes: dict[str, int]) -> list[torch.Tensor]:
     outs = []
     for spec in definition.outputs.values():
-        shape = definition.resolve_shape(spec, axes)
+        shape = _shape(definition, spec, axes)
         dtype = DTYPES[spec.dtype]
         fill = float("nan") if dtype.is_floating_point else -1
         outs.append(torch.full(shape, fill, dtype=dtype, device=DEVICE))
@@ -149,29 +157,28 @@ def as_tuple(ret: Any) -> tuple[Any, ...]:
 
 # --------------------------------------------------------------------------- checking
 
-def compare(definition: Definition, got: Sequence[Any], want: Sequence[torch.Tensor]) -> None:
-    """Raise CaseFailed with the harness's reason code; FIB semantics, matched ratio 1.0."""
+def compare_outputs(definition: Definition, resolved: Resolved, got: Sequence[Any],
+                    want: Sequence[torch.Tensor]) -> None:
+    """Raise CaseFailed with the harness's reason code, judged by the harness's comparison."""
     if len(got) != len(want):
         raise CaseFailed("INCORRECT_TYPE", f"{len(got)} outputs, expected {len(want)}")
     for (name, spec), out, ref in zip(definition.outputs.items(), got, want, strict=True):
-        if type(out) is not torch.Tensor:
-            raise CaseFailed("INCORRECT_TYPE", f"{name}: {type(out).__name__}, not torch.Tensor")
-        if tuple(out.shape) != tuple(ref.shape):
-            raise CaseFailed("INCORRECT_SHAPE", f"{name}: {tuple(out.shape)} != {tuple(ref.shape)}")
-        if out.dtype != DTYPES[spec.dtype]:
-            raise CaseFailed("INCORRECT_DTYPE", f"{name}: {out.dtype} != {spec.dtype}")
-        o, r = out.detach().cpu().double(), ref.detach().cpu().double()
-        bad = ~torch.isfinite(o) & torch.isfinite(r)
-        if bad.any():
-            raise CaseFailed("NONFINITE_OUTPUT", f"{name}: {int(bad.sum())} non-finite elements")
-        tol = TOLERANCE[spec.dtype]
-        abs_err = (o - r).abs()
-        rel_err = abs_err / r.abs().clamp_min(1e-12)
-        wrong = (abs_err > tol) & (rel_err > tol)
-        if wrong.any():
-            raise CaseFailed("INCORRECT_NUMERICAL",
-                             f"{name}: {int(wrong.sum())}/{o.numel()} elements off "
-                             f"(max abs {abs_err.max().item():.3g}, tol {tol:g})")
+        if ref.dtype != DTYPES[spec.dtype]:  # the corpus is wrong, not the candidate
+            raise SystemExit(f"{definition.name}: reference output {name!r} is {ref.dtype}, "
+                             f"the definition says {spec.dtype}")
+        mode = resolved.modes[name]
+        host = out.detach().cpu() if type(out) is torch.Tensor else out
+        result: Comparison
+        if mode == "tolerance":
+            result = compare(name, host, ref.detach().cpu(), resolved.tolerance_for(spec.dtype),
+                             resolved.required_matched_ratio)
+        elif mode == "exact":
+            result = compare_exact(name, host, ref.detach().cpu())
+        else:
+            raise SystemExit(f"selfcheck compares tolerance and exact outputs only, not {mode} "
+                             f"({definition.name}.{name})")
+        if result.code is not None:
+            raise CaseFailed(result.code.value, result.message)
 
 
 def call(fn: Callable[..., Any], solution: Solution, definition: Definition,
@@ -220,11 +227,12 @@ class Result:
 
 
 def axes_to_try(definition: Definition, workloads: list[WorkloadTrace],
-                heldout: bool) -> list[tuple[WorkloadTrace, dict[str, int], str]]:
+                heldout: Sequence[int]) -> list[tuple[WorkloadTrace, dict[str, int], str]]:
+    """The file's shapes, then each held-out value on every var axis (unless already there)."""
     plan = [(wl, dict(wl.workload.axes), "file") for wl in workloads]
     if heldout:
         seen = {tuple(sorted(a.items())) for _, a, _ in plan}
-        for v in HELDOUT:
+        for v in heldout:
             axes = {ax: v for ax in definition.var_axes}
             if tuple(sorted(axes.items())) not in seen:
                 plan.append((workloads[0], axes, "heldout"))
@@ -232,13 +240,17 @@ def axes_to_try(definition: Definition, workloads: list[WorkloadTrace],
 
 
 def evaluate(definition: Definition, solution: Solution, workloads: list[WorkloadTrace],
-             result: Result, *, heldout: bool = True, timed_calls: int = TIMED_CALLS) -> None:
+             result: Result, policy: Policy, *, heldout: bool = True,
+             timed_calls: int = TIMED_CALLS) -> None:
+    rules = policy.correctness
+    resolved = resolve(definition, rules)
     reference = load_reference(definition)
     start = time.perf_counter()
+    plan = axes_to_try(definition, workloads, rules.heldout_values if heldout else ())
     try:
         with built(solution) as fn:
-            for index, (wl, axes, _) in enumerate(axes_to_try(definition, workloads, heldout)):
-                for trial in range(TRIALS):
+            for index, (wl, axes, _) in enumerate(plan):
+                for trial in range(rules.trials):
                     inputs = make_inputs(definition, wl, axes, seed=1000 * index + trial)
                     before = snapshot(inputs)
                     want = as_tuple(reference(*snapshot(inputs)))
@@ -246,7 +258,7 @@ def evaluate(definition: Definition, solution: Solution, workloads: list[Workloa
                     sync()
                     result.calls += 1
                     check_unchanged(before, inputs)
-                    compare(definition, got, want)
+                    compare_outputs(definition, resolved, got, want)
                 if timed_calls:
                     inputs = make_inputs(definition, wl, axes, seed=1000 * index + 99)
                     t0 = time.perf_counter()
@@ -269,10 +281,10 @@ def corpus() -> dict[str, Any]:
 
 def solution_path(item: dict[str, Any]) -> Path:
     stem = Path(item["src"]).name.removesuffix(".py")
-    return KERNELS / "solutions" / item["definition"] / f"{stem}.json"
+    return KERNELS / "solutions" / str(item["definition"]) / f"{stem}.json"
 
 
-def run_solutions(kinds: set[str], only: str | None) -> int:
+def run_solutions(kinds: set[str], only: str | None, policy: Policy) -> int:
     rows: list[Result] = []
     for item in corpus()["solution"]:
         if item["kind"] not in kinds:
@@ -284,7 +296,7 @@ def run_solutions(kinds: set[str], only: str | None) -> int:
         definition = load_definition(KERNELS / "definitions" / f"{item['definition']}.json")
         workloads = load_workloads(KERNELS / "workloads" / f"{item['definition']}.jsonl")
         result = Result(solution.name, item["kind"], item["expected"])
-        evaluate(definition, solution, workloads, result,
+        evaluate(definition, solution, workloads, result, policy,
                  timed_calls=TIMED_CALLS if item["kind"] == "honest" else 0)
         rows.append(result)
         mark = "ok  " if result.ok else "FAIL"
@@ -310,6 +322,18 @@ _TRUE_SYNC = torch.cuda.synchronize
 NAIVE_TOLERANCE = 1e-2  # one tolerance for every dtype, the FlashInfer-Bench default
 
 
+def _naive_call(fn: Callable[..., Any], definition: Definition, dps: bool,
+                inputs: list[Any], axes: dict[str, int]) -> list[Any]:
+    """One call the naive way: destinations straight from torch.empty."""
+    if dps:
+        outs = [torch.empty(_shape(definition, s, axes), dtype=DTYPES[s.dtype],
+                            device=DEVICE)
+                for s in definition.outputs.values()]
+        fn(*inputs, *outs)
+        return outs
+    return list(as_tuple(fn(*inputs)))
+
+
 def naive_one(path: Path) -> dict[str, Any]:
     """A harness with the usual holes, run in-process.  Returns what it would conclude.
 
@@ -318,8 +342,9 @@ def naive_one(path: Path) -> dict[str, Any]:
     comparisons use torch.allclose (which the candidate can patch), a NaN-unsafe
     max-error test, a 99% matched ratio, a reference run *after* the candidate on the same
     input tensors, and a check of the first call's outputs made only after the timing
-    loop; the reference's result is moved to the host at once (freeing device memory); timing uses whatever time.perf_counter, torch.cuda.synchronize and CUDA events
-    are at that moment, on the same inputs every call.  ``clock_ratio`` and
+    loop; the reference's result is moved to the host at once (freeing device memory);
+    timing uses whatever time.perf_counter, torch.cuda.synchronize and CUDA events are at
+    that moment, on the same inputs every call.  ``clock_ratio`` and
     ``event_ratio`` are true time over reported time (1.0: honest timing).
     """
     solution = load_solution(path)
@@ -339,17 +364,8 @@ def naive_one(path: Path) -> dict[str, Any]:
             axes = dict(wl.workload.axes)
             inputs = make_inputs(definition, wl, axes, seed=index)
             want = [t.detach().cpu() for t in as_tuple(reference(*inputs))]
-            dps = solution.spec.destination_passing_style
-
-            def invoke() -> list[Any]:
-                if dps:
-                    outs = [torch.empty(definition.resolve_shape(s, axes),
-                                        dtype=DTYPES[s.dtype], device=DEVICE)
-                            for s in definition.outputs.values()]
-                    fn(*inputs, *outs)
-                    return outs
-                return list(as_tuple(fn(*inputs)))
-
+            invoke = functools.partial(_naive_call, fn, definition,
+                                       solution.spec.destination_passing_style, inputs, axes)
             got = invoke()
             if cuda:
                 torch.cuda.synchronize()
@@ -364,7 +380,8 @@ def naive_one(path: Path) -> dict[str, Any]:
                 passed["ratio_99"] &= bool((diff <= limit).float().mean().item() >= 0.99)
             t_true, t_rep = _TRUE_CLOCK(), time.perf_counter()
             if cuda:
-                start, stop = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+                start, stop = (torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+                               for _ in range(2))
                 start.record()
             for _ in range(5):
                 invoke()
@@ -400,9 +417,9 @@ def run_naive(only: str | None, skip: Sequence[str], timeout_s: float) -> int:
             continue
         t0 = time.perf_counter()
         try:
-            done = subprocess.run([sys.executable, __file__, "--naive-one", str(path)],
-                                  capture_output=True, text=True, timeout=timeout_s,
-                                  check=False)
+            done = subprocess.run([sys.executable, "-m", "tools.selfcheck", "--naive-one",
+                                   str(path)], cwd=REPO, capture_output=True, text=True,
+                                  timeout=timeout_s, check=False)
             lines = [ln for ln in done.stdout.splitlines() if ln.startswith("NAIVE ")]
             outcome = json.loads(lines[-1][6:]) if lines else {
                 "ran": False, "exit": done.returncode,
@@ -416,19 +433,22 @@ def run_naive(only: str | None, skip: Sequence[str], timeout_s: float) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--naive", action="store_true", help="red-team cases vs a naive harness")
     parser.add_argument("--naive-one", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--only", help="substring of the solution name")
     parser.add_argument("--skip", action="append", default=[], help="case id to leave out")
     parser.add_argument("--timeout", type=float, default=60.0, help="per naive case, seconds")
+    parser.add_argument("--policy", type=Path,
+                        help="policy YAML for the comparison (default: the shipped default)")
     args = parser.parse_args(argv)
     if args.naive_one:
         print("NAIVE " + json.dumps(naive_one(args.naive_one)), flush=True)
         return 0
     if args.naive:
         return run_naive(args.only, args.skip, args.timeout)
-    return run_solutions({"honest", "wrong"}, args.only)
+    policy = load_policy(args.policy) if args.policy else default_policy()
+    return run_solutions({"honest", "wrong"}, args.only, policy)
 
 
 if __name__ == "__main__":
