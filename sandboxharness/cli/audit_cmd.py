@@ -49,6 +49,7 @@ def _keys(paths: list[Path]) -> list[PublicKey]:
 @audit_app.command("verify")
 def verify_cmd(
     log: LogArg,
+    *,  # the rest are options, passed by name
     public_key: KeysOpt,
     trusted_checkpoint: Annotated[list[Path] | None, typer.Option(
         help="A checkpoint saved earlier (from --save-checkpoint or an attestation); "
@@ -125,6 +126,7 @@ def _unsigned_line(result: VerificationResult) -> str:
 @audit_app.command("show")
 def show_cmd(
     log: LogArg,
+    *,  # the rest are options, passed by name
     decision: Annotated[Decision | None, typer.Option(help="Only this decision.")] = None,
     definition: Annotated[str | None, typer.Option(help="Definition name or sha256.")] = None,
     author: Annotated[str | None, typer.Option(help="Candidate author.")] = None,

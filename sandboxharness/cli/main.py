@@ -45,6 +45,7 @@ def fail(exc: BaseException) -> NoReturn:
 
 @app.command()
 def evaluate(
+    *,  # options only: typer passes them by name
     definition: Annotated[Path, typer.Option(help="FlashInfer-Bench definition JSON")],
     solution: Annotated[Path, typer.Option(help="FlashInfer-Bench solution JSON")],
     workloads: Annotated[Path | None, typer.Option(help="workloads .jsonl (default: beside "
