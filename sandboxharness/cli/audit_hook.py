@@ -20,8 +20,8 @@ def _require_key(policy_path: Path | None) -> bool:
     return load_policy(policy_path).audit.require_signing_key
 
 
-def precheck(log: Path | None, key: Path | None, attestation: Path | None,
-             policy_path: Path | None) -> Signer | None:
+def load_signer_first(log: Path | None, key: Path | None, attestation: Path | None,
+                      policy_path: Path | None) -> Signer | None:
     """Fail on bad audit arguments *before* spending minutes on an evaluation: the signer is
     loaded (and a development key created, where allowed) up front, so a bad key never costs
     an evaluation and the key already exists when the sandbox is told what to hide."""

@@ -67,7 +67,7 @@ def evaluate(
     from . import audit_hook, render
 
     try:
-        signer = audit_hook.precheck(audit_log, signing_key, attestation, policy)
+        signer = audit_hook.load_signer_first(audit_log, signing_key, attestation, policy)
         observer = (lambda r: render.stage_line(err, r)) if err.is_terminal and not json_out \
             else None
         verdict = evaluate_files(definition, solution, workloads, policy, backend=backend,

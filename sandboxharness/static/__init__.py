@@ -4,7 +4,7 @@ Analysers read sources, never run them. ``run_static`` is the stage entry point;
 candidate's code can only produce findings, a tool that fails raises ``ToolError``.
 """
 
-from .ast_rules import RULES, AstAnalyzer, analyse_source, source_kind
+from .ast_checks import RULES, AstAnalyzer, analyse_source, source_kind
 from .bandit import BanditAnalyzer
 from .imports import check_policy
 from .interface import SEVERITY_RANK, Analyzer, Finding, Severity

@@ -18,7 +18,7 @@ from typing import Any
 
 from .._internal.proc import find_executable, private_env, run, stage_sources, tool_version
 from ..errors import ToolError
-from .ast_rules import source_kind
+from .ast_checks import source_kind
 from .interface import Analyzer, Finding, Severity
 
 __all__ = ["BanditAnalyzer"]

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from .ast_rules import RULES as AST_RULES
+from .ast_checks import RULES as AST_RULES
 from .interface import Finding
 
 __all__ = ["SARIF_SCHEMA", "SARIF_VERSION", "to_sarif"]

@@ -24,7 +24,7 @@ from typing import Any
 from .._internal.proc import find_executable, private_env, run, stage_sources, tool_version
 from .._internal.shipped import POLICY_DIR_ENV, semgrep_rules_dir
 from ..errors import ToolError
-from .ast_rules import source_kind
+from .ast_checks import source_kind
 from .interface import Analyzer, Finding, Severity
 
 __all__ = ["POLICY_DIR_ENV", "SemgrepAnalyzer", "default_rules_dir"]
