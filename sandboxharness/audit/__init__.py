@@ -30,8 +30,8 @@ from .interface import (
     AppendResult,
     AuditLimits,
     AuditRepairWarning,
-    Finding,
     StateWarning,
+    TamperFinding,
     TamperKind,
     TornTail,
     VerificationResult,
@@ -53,7 +53,7 @@ from .witnessed import witness_log
 
 __all__ = [
     "AppendResult", "AuditLimits", "AuditLog", "AuditRepairWarning", "Cosigner",
-    "DevelopmentKeyWarning", "Finding", "KeyFiles", "LogTamperedError", "PublicKey", "Signer",
+    "DevelopmentKeyWarning", "TamperFinding", "KeyFiles", "LogTamperedError", "PublicKey", "Signer",
     "StateWarning", "TamperKind", "TornTail", "VerificationResult", "WitnessRefused",
     "generate_keys", "get_verification_result", "load_signer", "make_attestation",
     "prove_consistency", "prove_inclusion", "read_public_keys", "read_witness_keys",

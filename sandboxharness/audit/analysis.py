@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .interface import Finding, TamperKind
+from .interface import TamperFinding, TamperKind
 
 GENESIS = bytes(32)
 """``prev`` of record 0 (64 zeros), as raw bytes."""
@@ -30,7 +30,7 @@ def span(first: int, last: int) -> str:
     return f"record {first}" if first == last else f"records {first}-{last}"
 
 
-def order(findings: Sequence[Finding]) -> tuple[Finding, ...]:
+def order(findings: Sequence[TamperFinding]) -> tuple[TamperFinding, ...]:
     """Earliest record first; at one record, the most specific kind first; no duplicates."""
     seen: set[tuple[TamperKind, int | None]] = set()
     out = []
@@ -73,39 +73,39 @@ class Window:
         return -1 if prev == GENESIS else self.pos_of.get(prev)
 
 
-def classify(w: Window, p: int) -> Finding:
+def classify(w: Window, p: int) -> TamperFinding:
     """The first break, at record ``p``, of the chain."""
     index, prev_pos, n = w.index, w.prev_pos, w.end
     d, q = index(p), prev_pos(p)
     known = [index(i) for i in range(w.base, n)]
     expected = list(range(w.base, n))
     if None not in known and known != expected and sorted(known) == expected:  # type: ignore[type-var]
-        return Finding(TamperKind.REORDERED, p,
+        return TamperFinding(TamperKind.REORDERED, p,
                        f"the record at position {p} is record {d}: records were reordered")
     for x in (p - 1, p):  # the record after x carries on the chain from before x
         if 0 <= x and x + 1 < n and index(x + 1) == x and prev_pos(x + 1) == x - 1:
-            return Finding(TamperKind.INSERTED, x,
+            return TamperFinding(TamperKind.INSERTED, x,
                            f"record {x} is not part of the signed chain: the next record "
                            f"links to record {x - 1}, so this one was inserted")
     # Record p is genuine (unchanged) when the record after it links to it.
     genuine = p + 1 < n and prev_pos(p + 1) == p
     if d is not None and d != p and not genuine:
-        return Finding(TamperKind.EDITED, p,
+        return TamperFinding(TamperKind.EDITED, p,
                        f"record {p} was changed: it claims index {d} and the next record "
                        "does not link to it")
     if d is not None and d > p:
-        return Finding(TamperKind.DELETED, p,
+        return TamperFinding(TamperKind.DELETED, p,
                        f"the record at position {p} says it is record {d}: "
                        f"{d - p} record(s) before it were deleted")
     if d is not None and d < p:
-        return Finding(TamperKind.INSERTED, p,
+        return TamperFinding(TamperKind.INSERTED, p,
                        f"the record at position {p} says it is record {d}: an extra copy "
                        "or forged record was inserted")
     if q is None and genuine:
         if p == 0:
-            return Finding(TamperKind.EDITED, 0, "record 0's prev is not the genesis value")
-        return Finding(TamperKind.EDITED, p - 1,
+            return TamperFinding(TamperKind.EDITED, 0, "record 0's prev is not the genesis value")
+        return TamperFinding(TamperKind.EDITED, p - 1,
                        f"record {p}'s prev hash does not match record {p - 1}: "
                        f"record {p - 1} was changed")
-    return Finding(TamperKind.BROKEN_CHAIN, p,
+    return TamperFinding(TamperKind.BROKEN_CHAIN, p,
                    f"record {p}'s prev does not name record {p - 1}")

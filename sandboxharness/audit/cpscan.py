@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .checkpoint import SidecarReader, parse_signed_checkpoint
-from .interface import AuditLimits, Finding, FormatError, TamperKind
+from .interface import AuditLimits, FormatError, TamperFinding, TamperKind
 from .keys import PublicKey
 from .note import SignatureMismatch, verified_keys
 
@@ -71,7 +71,7 @@ class Checkpoints:
     """What the sidecar holds, once checked."""
 
     valid: int = 0
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[TamperFinding] = field(default_factory=list)
     more_findings: int = 0
     key_ids: list[str] = field(default_factory=list)
     origins: list[str] = field(default_factory=list)
@@ -82,7 +82,7 @@ class Checkpoints:
     rows: tempfile.SpooledTemporaryFile[bytes] = field(
         default_factory=lambda: tempfile.SpooledTemporaryFile(max_size=16 << 20))
 
-    def add(self, finding: Finding) -> None:
+    def add(self, finding: TamperFinding) -> None:
         if len(self.findings) < MAX_FINDINGS:
             self.findings.append(finding)
         else:
@@ -155,7 +155,7 @@ def _record(result: Checkpoints, entry: tuple[int, int, str | None],
     (j, offset, text), (status, a, b, c, d) = entry, outcome
     if status != "ok":
         size = b if isinstance(b, int) else None
-        result.add(Finding(TamperKind(status), None, f"{label(j, offset, size)}: {a}"
+        result.add(TamperFinding(TamperKind(status), None, f"{label(j, offset, size)}: {a}"
                            if status != TamperKind.UNTRUSTED_CHECKPOINT.value else
                            f"{label(j, offset, size)} {a}"))
         return
@@ -178,13 +178,13 @@ class Anomaly:
     label: str
 
 
-def ordered(cps: Checkpoints, origin_id: int) -> tuple[int, list[Anomaly], list[Finding]]:
+def ordered(cps: Checkpoints, origin_id: int) -> tuple[int, list[Anomaly], list[TamperFinding]]:
     """Newest signed size, the out-of-order checkpoints, and the rollback findings."""
-    newest, anomalies, findings = 0, list[Anomaly](), list[Finding]()
+    newest, anomalies, findings = 0, list[Anomaly](), list[TamperFinding]()
     for j, offset, size, root in cps.rows_for(origin_id):
         if size < newest:
             if len(findings) < 16:
-                findings.append(Finding(TamperKind.ROLLBACK, None,
+                findings.append(TamperFinding(TamperKind.ROLLBACK, None,
                                         f"{label(j, offset, size)} was written after a "
                                         f"checkpoint for size {newest}: an older checkpoint "
                                         "was replayed"))

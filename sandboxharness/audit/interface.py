@@ -78,7 +78,7 @@ class TamperKind(StrEnum):
 
 
 @dataclass(frozen=True)
-class Finding:
+class TamperFinding:
     """One piece of evidence of tampering."""
 
     kind: TamperKind
@@ -139,7 +139,7 @@ class VerificationResult:
     origin: str | None
     checkpoints: int
     """Checkpoints whose signature verified."""
-    findings: tuple[Finding, ...] = ()
+    findings: tuple[TamperFinding, ...] = ()
     torn_tail: TornTail | None = None
     warnings: tuple[str, ...] = ()
     key_ids: tuple[str, ...] = ()
@@ -160,7 +160,7 @@ class VerificationResult:
         return self.torn_tail is not None and self.torn_tail.unsigned_records > 0
 
     @property
-    def first(self) -> Finding | None:
+    def first(self) -> TamperFinding | None:
         return self.findings[0] if self.findings else None
 
     def summary(self) -> str:
@@ -199,4 +199,4 @@ class StateWarning(UserWarning):
 
 class FormatError(ValueError):
     """Internal: a byte string is not in the expected format. Never escapes the package:
-    callers turn it into a :class:`Finding` (log content) or an ``InputError`` (user file)."""
+    callers turn it into a :class:`TamperFinding` (log content) or an ``InputError`` (user file)."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from .analysis import span
 from .checkpoint import SignedCheckpoint
 from .cpscan import Anomaly, Checkpoints
-from .interface import AuditLimits, Finding, TamperKind, TornTail, VerificationResult
+from .interface import AuditLimits, TamperFinding, TamperKind, TornTail, VerificationResult
 from .records import is_torn_record
 from .scan import LogScan
 
@@ -35,7 +35,7 @@ class Anchors:
     """(label, checkpoint, from the witness's own state directory, witness key ids)."""
     required: bool = False
     """A witness cosignature must cover the log."""
-    extra: list[Finding] = field(default_factory=list)
+    extra: list[TamperFinding] = field(default_factory=list)
 
     def all(self) -> list[tuple[str, SignedCheckpoint]]:
         return self.trusted + [(w[0], w[1]) for w in self.witnessed]
@@ -43,7 +43,7 @@ class Anchors:
     def sizes(self) -> set[int]:
         return {sc.checkpoint.size for _, sc in self.all()}
 
-    def choose_origin(self, cps: Checkpoints) -> tuple[str | None, list[Finding]]:
+    def choose_origin(self, cps: Checkpoints) -> tuple[str | None, list[TamperFinding]]:
         """The log's identity - what most of its signed checkpoints say, else the first
         anchor's - and a finding for each checkpoint or anchor of another log."""
         common = [o for o, _ in cps.counts.most_common(1) if o < len(cps.origins)]
@@ -54,12 +54,12 @@ class Anchors:
         for oid, other in enumerate(cps.origins):
             if other != origin:
                 for _, (j, offset, size, _) in zip(range(16), cps.rows_for(oid), strict=False):
-                    findings.append(Finding(_T.ORIGIN_MISMATCH, None, f"checkpoint #{j} (byte "
+                    findings.append(TamperFinding(_T.ORIGIN_MISMATCH, None, f"checkpoint #{j} (byte "
                                             f"{offset} of the checkpoints file) for size "
                                             f"{size} is for log {other}, not {origin}"))
         for label, sc in self.trusted + [(w[0], w[1]) for w in self.witnessed if not w[2]]:
             if sc.checkpoint.origin != origin:
-                findings.append(Finding(_T.ORIGIN_MISMATCH, None, f"{label} is for log "
+                findings.append(TamperFinding(_T.ORIGIN_MISMATCH, None, f"{label} is for log "
                                         f"{sc.checkpoint.origin}, not {origin}"))
         self.trusted = [(lbl, sc) for lbl, sc in self.trusted if sc.checkpoint.origin == origin]
         self.witnessed = [w for w in self.witnessed if w[1].checkpoint.origin == origin]
@@ -72,7 +72,7 @@ def _diverge(g: int, size: int) -> str:
 
 
 def root_findings(scan: LogScan, anomalies: Sequence[Anomaly], anchors: Anchors,
-                  committed: int, found: Sequence[Finding]) -> list[Finding]:
+                  committed: int, found: Sequence[TamperFinding]) -> list[TamperFinding]:
     r, n, out = scan.roots, scan.n, []
     own: dict[int, set[bytes]] = {s: set(v) for s, v in r.in_order_at.items()}
     for a in anomalies:
@@ -88,14 +88,14 @@ def root_findings(scan: LogScan, anomalies: Sequence[Anomaly], anchors: Anchors,
             first_bad = (a.size, a.label, g)
     if conflict is not None:
         s, labels, g = conflict
-        out.append(Finding(_T.FORK, g, f"validly signed checkpoints disagree about tree size {s} "
+        out.append(TamperFinding(_T.FORK, g, f"validly signed checkpoints disagree about tree size {s} "
                            f"({labels}): {_diverge(g, s)} and was re-signed (signing key "
                            "misused?)", record_last=s - 1))
     if first_bad is not None:
         s, label, g = first_bad
         if not any(f.kind in _PRECISE and f.record is not None and g <= f.record < s
                    for f in found):  # a precise finding already names the record
-            out.append(Finding(_T.EDITED, g, f"{span(g, max(g, s - 1))} differs from what was "
+            out.append(TamperFinding(_T.EDITED, g, f"{span(g, max(g, s - 1))} differs from what was "
                                f"signed (root mismatch at tree size {s}, {label})",
                                record_last=max(g, s - 1)))
     out += _anchor_findings(scan, anchors, own, committed)
@@ -103,13 +103,13 @@ def root_findings(scan: LogScan, anomalies: Sequence[Anomaly], anchors: Anchors,
 
 
 def _anchor_findings(scan: LogScan, anchors: Anchors, own: dict[int, set[bytes]],
-                     committed: int) -> list[Finding]:
+                     committed: int) -> list[TamperFinding]:
     r, n, out = scan.roots, scan.n, []
     items = anchors.all()
     for label, sc in items:
         size, root = sc.checkpoint.size, sc.checkpoint.root
         if size > committed and committed <= n:
-            out.append(Finding(_T.ROLLBACK, min(committed, n),
+            out.append(TamperFinding(_T.ROLLBACK, min(committed, n),
                                f"{label} has size {size} but the newest signed checkpoint in "
                                f"the log has size {committed}: the log was rolled back or its "
                                "tail removed", record_last=size - 1))
@@ -117,43 +117,43 @@ def _anchor_findings(scan: LogScan, anchors: Anchors, own: dict[int, set[bytes]]
             if own.get(size, set()) <= {r.captured[size]}:  # the log's own agree: re-signed
                 g = max((t.checkpoint.size for _, t in items if t.checkpoint.size < size
                          and r.captured.get(t.checkpoint.size) == t.checkpoint.root), default=0)
-                out.append(Finding(_T.FORK, g, f"the log's tree of size {size} is not the one "
+                out.append(TamperFinding(_T.FORK, g, f"the log's tree of size {size} is not the one "
                                    f"{label} signed: {_diverge(g, size)} and was re-signed",
                                    record_last=size - 1))
             else:
-                out.append(Finding(_T.FORK, None, f"{label} and the log's own checkpoints "
+                out.append(TamperFinding(_T.FORK, None, f"{label} and the log's own checkpoints "
                                    f"disagree about tree size {size}", record_last=size - 1))
     if anchors.required:
         witnessed = [w[1].checkpoint.size for w in anchors.witnessed]
         if not witnessed:
-            out.append(Finding(_T.UNWITNESSED, None, "no checkpoint of this log carries a valid "
+            out.append(TamperFinding(_T.UNWITNESSED, None, "no checkpoint of this log carries a valid "
                                "cosignature by the witness key (LOG.witness missing or "
                                "emptied?): truncation and rollback cannot be ruled out"))
         elif max(witnessed) < min(committed, n):
             w = max(witnessed)
-            out.append(Finding(_T.UNWITNESSED, w, f"{span(w, committed - 1)} are not covered by "
+            out.append(TamperFinding(_T.UNWITNESSED, w, f"{span(w, committed - 1)} are not covered by "
                                f"a witness cosignature (newest witnessed size {w}; run "
                                "`audit witness`)", record_last=committed - 1))
     return out
 
 
 def tail_findings(scan: LogScan, committed: int, cp_missing: bool,
-                  limits: AuditLimits) -> list[Finding]:
+                  limits: AuditLimits) -> list[TamperFinding]:
     n, out = scan.n, []
     head, partial = scan.partial()
     if cp_missing and (n or partial):
-        out.append(Finding(_T.UNSIGNED_RECORDS, 0, "the checkpoints file is missing: no "
+        out.append(TamperFinding(_T.UNSIGNED_RECORDS, 0, "the checkpoints file is missing: no "
                            "record is signed (a writer creates it before any record)"))
     if partial and (partial > limits.max_record_bytes or not is_torn_record(head)):
-        out.append(Finding(_T.EDITED, n, f"the {partial} bytes after record {n - 1} are "
+        out.append(TamperFinding(_T.EDITED, n, f"the {partial} bytes after record {n - 1} are "
                            "not the start of a record: appended by something else"))
     if committed > n:
-        out.append(Finding(_T.TRUNCATED, n, f"the log ends after {n} complete records but "
+        out.append(TamperFinding(_T.TRUNCATED, n, f"the log ends after {n} complete records but "
                            f"a signed checkpoint covers {committed}: "
                            f"{span(n, committed - 1)} removed", record_last=committed - 1))
     unsigned = max(n - committed, 0)
     if unsigned > limits.max_batch:
-        out.append(Finding(_T.UNSIGNED_RECORDS, committed,
+        out.append(TamperFinding(_T.UNSIGNED_RECORDS, committed,
                            f"{unsigned} records after the newest signed checkpoint (size "
                            f"{committed}): more than one crashed append can leave",
                            record_last=n - 1))
@@ -161,7 +161,7 @@ def tail_findings(scan: LogScan, committed: int, cp_missing: bool,
 
 
 def summarize(scan: LogScan, cps: Checkpoints, oid: int, origin: str | None, committed: int,
-              *, findings: tuple[Finding, ...], anchors: Anchors) -> VerificationResult:
+              *, findings: tuple[TamperFinding, ...], anchors: Anchors) -> VerificationResult:
     n = scan.n
     partial = scan.partial()[1]
     unsigned = max(n - committed, 0)

@@ -19,7 +19,7 @@ from typing import Any
 
 from .analysis import GENESIS, Link, Window, classify
 from .content import CHAIN, NO_INDEX
-from .interface import Finding, TamperKind
+from .interface import TamperFinding, TamperKind
 from .merkle import EMPTY_ROOT, CompactRange
 
 WINDOW = 1024
@@ -64,7 +64,7 @@ class LogScan:
         self.offset = 0  # file offset where the next chunk starts
         self.hashing: Any = None  # an oversized line being hashed
         self.jobs: deque[tuple[Job, list[bytes], int]] = deque()
-        self.findings: list[Finding] = []
+        self.findings: list[TamperFinding] = []
         self.more = 0
         self.drift: list[str] = []
         # the chain, checked as content results come back (in order)
@@ -72,7 +72,7 @@ class LogScan:
         self.recent: deque[tuple[int | None, bytes | None, bytes]] = deque(maxlen=WINDOW)
         self.after: list[tuple[int | None, bytes | None, bytes]] = []
         self.break_at: int | None = None
-        self.structural: Finding | None = None
+        self.structural: TamperFinding | None = None
 
     # -- bytes -> lines --------------------------------------------------------------
     def feed(self, chunk: bytes) -> None:
@@ -126,7 +126,7 @@ class LogScan:
         self.pending_len += len(piece)
 
     def _oversized(self, p: int, length: int) -> None:
-        self.add(Finding(TamperKind.EDITED, p, f"record {p} is {length} bytes, over the "
+        self.add(TamperFinding(TamperKind.EDITED, p, f"record {p} is {length} bytes, over the "
                          f"{self.max_record}-byte record limit"))
 
     def partial(self) -> tuple[bytes, int]:
@@ -139,7 +139,7 @@ class LogScan:
         if self.break_at is not None and self.structural is None:
             self._classify()
 
-    def add(self, finding: Finding) -> None:
+    def add(self, finding: TamperFinding) -> None:
         if len(self.findings) < MAX_FINDINGS:
             self.findings.append(finding)
         else:
@@ -195,7 +195,7 @@ class LogScan:
     def _merge(self, job: Job, leaves: list[bytes], first: int) -> None:
         problems, drift, chain = job()
         for p, kind, message in problems:
-            self.add(Finding(TamperKind(kind), p, message))
+            self.add(TamperFinding(TamperKind(kind), p, message))
         self.drift += drift[:max(0, 3 - len(self.drift))]
         if self.structural is not None:
             return

@@ -20,7 +20,7 @@ from pathlib import Path
 from ..errors import InputError
 from . import storage
 from .checkpoint import SidecarReader, SignedCheckpoint, parse_signed_checkpoint
-from .interface import DEFAULT_LIMITS, AuditLimits, Finding, FormatError, TamperKind
+from .interface import DEFAULT_LIMITS, AuditLimits, FormatError, TamperFinding, TamperKind
 from .keys import PublicKey, Signer
 from .merkle import consistency_ranges, hash_leaf, range_hashes
 from .note import SignatureMismatch, verified_keys
@@ -127,11 +127,11 @@ def _append(path: Path, text: str) -> None:
 
 def collect_witnessed(log_path: Path, state_dir: Path | None, log_keys: Sequence[PublicKey],
                       witnesses: Sequence[Cosigner], limits: AuditLimits = DEFAULT_LIMITS
-                      ) -> tuple[list[Anchor], list[Finding]]:
+                      ) -> tuple[list[Anchor], list[TamperFinding]]:
     """Checkpoints with a valid log signature and a valid witness cosignature, from
     ``LOG.witness`` and the witness's state directory; findings for altered ones."""
     anchors: list[Anchor] = []
-    findings: list[Finding] = []
+    findings: list[TamperFinding] = []
     sources: list[tuple[str, str | None, bool]] = [
         (f"witnessed checkpoint #{j}", text, False)
         for j, text in checkpoint_entries(log_path.with_name(log_path.name + ".witness"), limits)]
@@ -149,7 +149,7 @@ def collect_witnessed(log_path: Path, state_dir: Path | None, log_keys: Sequence
             signed = verified_keys(sc.note, log_keys)
             cosigned = cosignatures(sc.note, witnesses)
         except (FormatError, SignatureMismatch) as exc:
-            findings.append(Finding(TamperKind.BAD_SIGNATURE, None, f"{source}: {exc}"))
+            findings.append(TamperFinding(TamperKind.BAD_SIGNATURE, None, f"{source}: {exc}"))
             continue
         if signed and cosigned:
             anchors.append((f"{source} for size {sc.checkpoint.size}", sc, own,
