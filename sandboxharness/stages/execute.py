@@ -148,7 +148,7 @@ def _count(raw: Any) -> int | None:
     return raw if isinstance(raw, int) and not isinstance(raw, bool) and raw >= 0 else None
 
 
-def _call(session: WorkerSession, run: RoleRun, result: CallResult, out_dir: str,
+def _call(session: WorkerSession, run: RoleRun, result: CallResult, *, out_dir: str,
           timeout: float, sample: dict[str, Any] | None = None) -> None:
     tag = f"b{result.sampled_index}" if result.sampled_index is not None else f"t{result.trial}"
     name = f"{result.case.id}_{tag}.safetensors"
@@ -180,14 +180,15 @@ def _calls(session: WorkerSession, run: RoleRun, plan: Plan, out_dir: str) -> No
     order = [(case, trial) for case in plan.cases for trial in range(plan.trials)]
     secrets.SystemRandom().shuffle(order)  # no fixed call order to count along
     for case, trial in order:
-        _call(session, run, CallResult(case, trial, plan.trial_seed(case, trial)), out_dir,
-              timeout, plan.sample.get(case.id) if trial == 0 else None)
+        _call(session, run, CallResult(case, trial, plan.trial_seed(case, trial)),
+              out_dir=out_dir, timeout=timeout,
+              sample=plan.sample.get(case.id) if trial == 0 else None)
     # the reference also computes the outputs of the candidate's sampled timed calls
     for case in plan.bench_cases:
         seeds = plan.bench_seeds(case)
         for idx in plan.sampled.get(case.id, []):
-            _call(session, run, CallResult(case, -1, seeds[idx], sampled_index=idx), out_dir,
-                  timeout)
+            _call(session, run, CallResult(case, -1, seeds[idx], sampled_index=idx),
+                  out_dir=out_dir, timeout=timeout)
     if run.calls:
         reply = session.request({"op": "recheck"}, timeout)
         now = reply.get("digests")

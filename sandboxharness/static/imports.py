@@ -111,7 +111,8 @@ def check_policy(root: Path, paths: Sequence[str], policy: Policy,
     for rel in paths:
         kind = source_kind(rel)
         if kind == "python":
-            findings.extend(_check_python(root, rel, policy, local, baseline, definition))
+            findings.extend(_check_python(root, rel, policy, local=local, baseline=baseline,
+                                          definition=definition))
         elif kind == "cpp" and baseline:
             findings.extend(_check_cpp_baseline(root, rel, baseline, definition))
     return findings
@@ -123,21 +124,22 @@ def _baseline_message(what: str, definition: Definition | None) -> str:
             "calling it")
 
 
-def _check_python(root: Path, rel: str, policy: Policy, local: set[str], baseline: str | None,
-                  definition: Definition | None) -> list[Finding]:
+def _check_python(root: Path, rel: str, policy: Policy, *, local: set[str],
+                  baseline: str | None, definition: Definition | None) -> list[Finding]:
     tree, problems = parse_python((root / rel).read_bytes(), rel)
     if tree is None:
         why = problems[0].message if problems else "unreadable"
         return [_finding("policy.unparsable-source", rel, problems[0].line if problems else 1,
                          f"import policy could not be checked: {why}")]
     try:
-        return _check_imports(rel, PythonNames(tree), policy, local, baseline, definition)
+        return _check_imports(rel, PythonNames(tree), policy, local=local, baseline=baseline,
+                              definition=definition)
     except RecursionError:
         return [_finding("policy.unparsable-source", rel, 1,
                          "import policy could not be checked: too deeply nested")]
 
 
-def _check_imports(rel: str, names: PythonNames, policy: Policy, local: set[str],
+def _check_imports(rel: str, names: PythonNames, policy: Policy, *, local: set[str],
                    baseline: str | None, definition: Definition | None) -> list[Finding]:
     out: list[Finding] = []
     deny, allow = policy.imports.deny, policy.imports.allow

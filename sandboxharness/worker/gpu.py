@@ -153,7 +153,8 @@ def load_native(msg: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any]
     try:
         if not info["cached"]:
             cuda, cpp = _copy_sources(Path(msg["src"]), build / "src")
-            _build(binding, name, build, cuda, cpp, cflags, cuda_flags, arch, log_path)
+            _build(binding, name, build, cuda=cuda, cpp=cpp, cflags=cflags,
+                   cuda_flags=cuda_flags, arch=arch, log_path=log_path)
     finally:
         info["build_s"] = time.perf_counter() - t0
         for f in (log_path, so_path):
@@ -171,7 +172,7 @@ def load_native(msg: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any]
     return fn, info
 
 
-def _build(binding: str, name: str, build: Path, cuda: list[str], cpp: list[str],
+def _build(binding: str, name: str, build: Path, *, cuda: list[str], cpp: list[str],
            cflags: list[str], cuda_flags: list[str], arch: str, log_path: Path) -> None:
     includes = [str(build / "src")]
     if binding == "torch":
