@@ -33,8 +33,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePosixPath
 
 from ..models import Definition, Policy
+from .ast_checks import PythonNames, parse_python, source_kind
 from .ast_checks.modmap import via_module
-from .ast_rules import PythonNames, parse_python, source_kind
 from .interface import Finding
 
 __all__ = ["NATIVE_SUFFIXES", "check_policy", "matches_prefix"]

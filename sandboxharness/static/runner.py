@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 from ..errors import ToolError
 from ..models import Definition, Language, Policy, Solution
 from ..models.policy import StaticRules
-from .ast_rules import AstAnalyzer, source_kind
+from .ast_checks import AstAnalyzer, source_kind
 from .bandit import BanditAnalyzer
 from .imports import check_policy
 from .interface import SEVERITY_RANK, Analyzer, Finding
