@@ -10,21 +10,20 @@ import os
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from ..errors import ToolError
 from ..models import Definition, Language, Policy, Solution
 from ..models.policy import StaticRules
+from ..policy import FindingThreshold, ScannableEntry, Utf8Source, Violation
 from .ast_checks import AstAnalyzer, source_kind
 from .bandit import BanditAnalyzer
-from .imports import check_policy
-from .interface import SEVERITY_RANK, Analyzer, Finding
+from .imports import as_finding, policy_violations
+from .interface import Analyzer, Finding
 from .semgrep import SemgrepAnalyzer
 
 __all__ = ["StaticReport", "analyzers_for", "is_blocking", "run_static", "scan_files"]
-
-_PYTHON_LANGUAGES = {Language.PYTHON, Language.TRITON, Language.TILELANG}
 
 
 @dataclass(frozen=True)
@@ -37,6 +36,11 @@ class StaticReport:
     """Analyser name -> version string."""
     durations: dict[str, float]
     """Analyser name (and ``policy``) -> seconds spent."""
+    violations: list[Violation] = field(default_factory=list)
+    """The policy's violations, each with its reason code, in the order of their findings
+    (which are in ``findings`` and ``blocking`` too)."""
+    flagged: list[Finding] = field(default_factory=list)
+    """The analysers' findings (same objects) at or over the policy's threshold."""
 
     @property
     def passed(self) -> bool:
@@ -44,12 +48,9 @@ class StaticReport:
 
 
 def is_blocking(finding: Finding, rules: StaticRules) -> bool:
-    """``policy.*`` always blocks; otherwise severity >= ``fail_on`` unless the rule is ignored."""
-    if finding.rule_id.startswith("policy."):
-        return True
-    if finding.rule_id in rules.ignore_rules:
-        return False
-    return SEVERITY_RANK[finding.severity] >= SEVERITY_RANK[rules.fail_on]
+    """For a bare finding: a policy finding always blocks, an analyser's by the threshold.
+    (``run_static`` knows which findings are violations without asking.)"""
+    return finding.tool == "policy" or FindingThreshold(rules).blocks(finding)
 
 
 def analyzers_for(rules: StaticRules, language: Language | None = None) -> list[Analyzer]:
@@ -88,6 +89,10 @@ def scan_files(root: Path, paths: Sequence[str], analyzers: Sequence[Analyzer],
     return findings, tools, durations
 
 
+def _key(f: Finding) -> tuple[str, int, str, str, str]:
+    return (f.path, f.line, f.tool, f.rule_id, f.message)
+
+
 def run_static(solution: Solution, definition: Definition | None, policy: Policy,
                workdir: Path, *, analyzers: Sequence[Analyzer] | None = None) -> StaticReport:
     """Write ``solution``'s sources into a fresh private directory under ``workdir`` and
@@ -95,48 +100,42 @@ def run_static(solution: Solution, definition: Definition | None, policy: Policy
     workdir.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix="sources-", dir=workdir))
     t0 = time.monotonic()
-    findings, paths = _write_sources(root, solution)
-    findings += _entry_findings(solution)
-    findings += check_policy(root, paths, policy, definition)
+    violations, paths = _write_sources(root, solution)
+    entry = solution.spec.entry_file
+    if (v := ScannableEntry().check(solution.spec.language, entry,
+                                    source_kind(entry) == "python")) is not None:
+        violations.append(v)
+    violations += policy_violations(root, paths, policy, definition)
     durations = {"policy": round(time.monotonic() - t0, 3)}
     chosen = (analyzers_for(policy.static, solution.spec.language) if analyzers is None
               else list(analyzers))
     found, tools, spent = scan_files(root, paths, chosen, policy.static.timeout_s)
-    findings += found
     durations.update(spent)
-    findings.sort(key=lambda f: (f.path, f.line, f.tool, f.rule_id, f.message))
-    blocking = [f for f in findings if is_blocking(f, policy.static)]
-    return StaticReport(findings=findings, blocking=blocking, tools=tools, durations=durations)
+    pairs = sorted(((as_finding(v), v) for v in violations), key=lambda p: _key(p[0]))
+    threshold = FindingThreshold(policy.static)
+    flagged = {id(f) for f in found if threshold.blocks(f)}
+    findings = sorted([f for f, _ in pairs] + found, key=_key)
+    blocking_ids = flagged | {id(f) for f, _ in pairs}
+    return StaticReport(findings=findings, blocking=[f for f in findings if id(f) in blocking_ids],
+                        tools=tools, durations=durations, violations=[v for _, v in pairs],
+                        flagged=[f for f in findings if id(f) in flagged])
 
 
-def _write_sources(root: Path, solution: Solution) -> tuple[list[Finding], list[str]]:
-    findings: list[Finding] = []
+def _write_sources(root: Path, solution: Solution) -> tuple[list[Violation], list[str]]:
+    violations: list[Violation] = []
     written: list[str] = []
+    utf8 = Utf8Source()
     for src in solution.sources:
         rel = PurePosixPath(src.path)
         if rel.is_absolute() or ".." in rel.parts:  # validated already; never trust twice-read
             raise ToolError(f"unsafe source path {src.path!r} reached the static stage")
-        try:
-            data = src.content.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            findings.append(Finding(tool="policy", rule_id="policy.invalid-source",
-                                    severity="high", path=src.path, line=1,
-                                    message=f"not encodable as UTF-8 ({exc.reason})"))
+        if (v := utf8.check(src.path, src.content)) is not None:
+            violations.append(v)
             continue
         target = root.joinpath(*rel.parts)
         target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            fh.write(src.content.encode("utf-8"))
         written.append(src.path)
-    return findings, written
-
-
-def _entry_findings(solution: Solution) -> list[Finding]:
-    entry = solution.spec.entry_file
-    if solution.spec.language in _PYTHON_LANGUAGES and source_kind(entry) != "python":
-        return [Finding(tool="policy", rule_id="policy.unscannable-entry", severity="high",
-                        path=entry, line=1,
-                        message=f"a {solution.spec.language.value} entry file must end in .py "
-                        "(other names are not analysed as Python)")]
-    return []
+    return violations, written

@@ -12,7 +12,7 @@ import pytest
 
 from sandboxharness.errors import ToolError
 from sandboxharness.intake import load_policy
-from sandboxharness.models import Definition, Language, Policy, Solution
+from sandboxharness.models import Definition, Language, Policy, ReasonCode, Solution
 from sandboxharness.static import (
     AstAnalyzer,
     BanditAnalyzer,
@@ -207,6 +207,7 @@ def test_python_entry_must_be_a_py_file(tmp_path: Path) -> None:
     sol = solution({"kernel.txt": "import os\nos.system('id')\n"}, "kernel.txt::run")
     report = run_static(sol, None, policy(), tmp_path, analyzers=[AstAnalyzer()])
     assert ("policy.unscannable-entry", "kernel.txt", 1) in ids(report.blocking)
+    assert [v.code for v in report.violations] == [ReasonCode.POLICY_LANGUAGE]  # not STATIC_*
 
 
 @pytest.mark.parametrize("language, blocked", [("triton", True), ("python", False)])
