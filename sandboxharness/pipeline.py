@@ -6,11 +6,9 @@ from __future__ import annotations
 import secrets
 import shutil
 import tempfile
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from ._internal import host
 from .errors import InfrastructureError
@@ -19,15 +17,13 @@ from .models import (
     Definition,
     Environment,
     Policy,
-    Reason,
-    ReasonCode,
     Solution,
-    Stage,
     StageResult,
     Subject,
     Verdict,
     WorkloadTrace,
 )
+from .policy import decide
 from .sandbox import select_backend
 from .sandbox.interface import Sandbox
 from .stages.benchmark import BenchmarkStage
@@ -45,11 +41,6 @@ STAGES: tuple[StageRunner, ...] = (PolicyStage(), StaticStage(), CompileStage(),
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _result(stage: Stage, reasons: list[Reason], started: float, details: dict[str, Any]) -> StageResult:
-    return StageResult(stage=stage, status="failed" if reasons else "passed",
-                       duration_s=time.monotonic() - started, reasons=reasons, details=details)
 
 
 class Harness:
@@ -88,7 +79,7 @@ class Harness:
             if not self.keep_jobs:
                 shutil.rmtree(root, ignore_errors=True)
         stages = so_far.results
-        promotion = self._promotion(stages)
+        promotion = decide(stages, self.policy)
         stages.append(promotion)
         self.observer(promotion)
         reasons = [r for s in stages for r in s.reasons]
@@ -109,18 +100,3 @@ class Harness:
                 extra={k: str(v) for k, v in self.sandbox.describe().items()}),
             started_at=started_at, finished_at=_now(),
         )
-
-    def _promotion(self, stages: list[StageResult]) -> StageResult:
-        t0 = time.monotonic()
-        if any(s.status == "failed" for s in stages):
-            return StageResult(stage=Stage.PROMOTION, status="skipped", duration_s=0.0,
-                               details={"reason": "an earlier stage rejected the candidate"})
-        reasons = []
-        by_stage = {s.stage.value: s for s in stages}
-        for name in self.policy.required_stages:
-            st = by_stage.get(name)
-            if st is None or st.status != "passed":
-                why = st.details.get("reason", "not run") if st else "not run"
-                reasons.append(Reason(code=ReasonCode.STAGE_NOT_RUN, stage=Stage.PROMOTION,
-                                      message=f"required stage {name!r} did not pass: {why}"))
-        return _result(Stage.PROMOTION, reasons, t0, {"required": self.policy.required_stages})

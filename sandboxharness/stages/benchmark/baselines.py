@@ -19,7 +19,6 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
-import statistics
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Any
 
 from ...errors import InfrastructureError
 from ...models import Policy, Reason, ReasonCode, Stage
+from ...policy import RegimeGate, median
 from ...sandbox.interface import JobSpec
 from .. import compile_cuda
 from ..context import EvaluationContext
@@ -100,64 +100,10 @@ def run_flashinfer(ctx: EvaluationContext, run: Execution, env: dict[str, str]
     return ran, "flashinfer"
 
 
-def _median(xs: list[float]) -> float:
-    return statistics.median(xs) if xs else float("nan")
-
-
-def blocks(times: list[float], k: int) -> list[float]:
-    """Medians of ``k`` consecutive blocks of the timed calls (one per repeat)."""
-    k = max(1, min(k, len(times)))
-    size = len(times) // k
-    return [_median(times[i * size:(i + 1) * size if i < k - 1 else len(times)])
-            for i in range(k)]
-
-
 def gate(policy: Policy, cand: RoleRun, baselines: dict[str, RoleRun]
          ) -> tuple[list[Reason], dict[str, Any]]:
     """Speedups against every baseline; the promotion gate against the policy's chosen one."""
-    promo = policy.promotion
-    chosen = promo.baseline
-    per: list[dict[str, Any]] = []
-    for bench in cand.benches:
-        entry: dict[str, Any] = {"workload": bench.case.workload, "axes": bench.case.axes}
-        cmed = _median(bench.times_s)
-        for name, run in baselines.items():
-            match = next((b for b in run.benches if b.case.id == bench.case.id), None)
-            if match is not None and match.times_s and cmed > 0:
-                entry[f"speedup_vs_{name}"] = _median(match.times_s) / cmed
-                entry[f"{name}_median_ms"] = _median(match.times_s) * 1e3
-        base = next((b for b in baselines[chosen].benches if b.case.id == bench.case.id),
-                    None) if chosen in baselines else None
-        if promo.min_speedup is not None and base is not None and base.times_s:
-            target = _median(base.times_s) / promo.min_speedup
-            reps = blocks(bench.times_s, promo.min_repeats)
-            entry["repeats_speedup"] = [_median(base.times_s) / r if r > 0 else None
-                                        for r in reps]
-            entry["passed"] = len(reps) >= promo.min_repeats and all(r <= target for r in reps)
-        per.append(entry)
-    details: dict[str, Any] = {"baselines": sorted(baselines), "gate_baseline": chosen,
-                               "regimes": per}
-    reasons: list[Reason] = []
-    if promo.min_speedup is None:
-        return reasons, details
-    if chosen not in baselines:
-        reasons.append(Reason(code=ReasonCode.STAGE_NOT_RUN, stage=Stage.BENCHMARK,
-                              message=f"the policy gates on the {chosen} baseline, which could "
-                              "not be timed here"))
-        return reasons, details
-    passed = [e for e in per if e.get("passed")]
-    details["archive_only"] = bool(passed) and len(passed) < len(per)
-    if len(passed) < len(per):
-        worst = min((e for e in per if not e.get("passed")),
-                    key=lambda e: min((s for s in e.get("repeats_speedup") or [0.0]
-                                       if s is not None), default=0.0))
-        reasons.append(Reason(
-            code=ReasonCode.SLOWER_THAN_BASELINE, stage=Stage.BENCHMARK,
-            message=f"{len(passed)}/{len(per)} regimes beat {chosen} x{promo.min_speedup} in "
-            f"all {promo.min_repeats} repeats; worst {worst['axes']}: "
-            f"{[round(s, 3) for s in worst.get('repeats_speedup') or [] if s is not None]}"
-            + (" (a regime win: archived only, not promoted)" if passed else "")))
-    return reasons, details
+    return RegimeGate(policy.promotion).check(cand, baselines)
 
 
 def extend_benchmark(ctx: EvaluationContext, run: Execution
@@ -179,7 +125,7 @@ def extend_benchmark(ctx: EvaluationContext, run: Execution
         details["baselines_unavailable"] = notes
     ceil = roofline.ceilings()
     for entry, bench in zip(details["regimes"], cand.benches, strict=True):
-        med_ms = _median(bench.times_s) * 1e3
+        med_ms = median(bench.times_s) * 1e3
         entry["roofline"] = roofline.position(definition, bench.case.axes, bench.case.payload,
                                               med_ms, ceil)
         odd = roofline.implausible(definition, bench.case.payload, med_ms, ceil,

@@ -9,6 +9,7 @@ from typing import Any
 
 from ...models import Definition, Policy
 from ...models.verdict import Reason, ReasonCode, Stage
+from ...policy import CpuSpeedGate
 from .. import honesty
 from ..compare_modes import resolve
 from ..correctness import judge_call
@@ -122,11 +123,7 @@ def judge(definition: Definition, policy: Policy, cand: RoleRun, ref: RoleRun, *
                   "cuda-events"),
         "baseline": "reference", "workloads": per_workload, "speedup_geomean": geo,
     }
-    promo = policy.promotion
-    # on GPU the gate is per regime and per repeat, against the chosen baseline (baselines.gate)
-    gate = promo.min_speedup is not None and device == "cpu" and promo.gate_speed_on_cpu
-    if gate and geo is not None and promo.min_speedup is not None and geo < promo.min_speedup:
-        reasons.append(Reason(code=ReasonCode.SLOWER_THAN_BASELINE, stage=Stage.BENCHMARK,
-                              message=f"speedup {geo:.3f}x under the required "
-                              f"{promo.min_speedup}x"))
+    # on GPU the gate is per regime and per repeat, against the chosen baseline (RegimeGate)
+    if (slow := CpuSpeedGate(policy.promotion).check(geo, device)) is not None:
+        reasons.append(slow)
     return reasons, details
