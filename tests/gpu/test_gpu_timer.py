@@ -8,8 +8,7 @@ import statistics
 
 import pytest
 
-from sandboxharness.worker.gputimer import GpuTimer
-from sandboxharness.worker.protocol import NO_CUPTI_ENV
+from sandboxharness.worker.gputimer import NO_CUPTI_ENV, GpuTimer
 
 pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
