@@ -12,10 +12,11 @@ import shutil
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
-from ..errors import InfrastructureError, InputError, ToolError
+from .._internal.files import write_sources
+from ..errors import InfrastructureError, InputError
 from ..models import Policy, Solution, WorkloadTrace
 from ..models.workload import SafetensorsInput
 from ..sandbox.interface import JobSpec
@@ -102,25 +103,6 @@ def job_dirs(base: Path) -> dict[str, Path]:
     for d in dirs.values():
         d.mkdir(parents=True, mode=0o700)
     return dirs
-
-
-def write_sources(root: Path, files: Iterable[tuple[str, bytes]], *,
-                  mode: int = 0o644) -> list[str]:
-    """Write ``(relative path, bytes)`` under ``root``: never through a link, never over a
-    file already there, never outside ``root``. ``mode`` 0644: the sandbox's unprivileged
-    uid reads them; 0600 for the host's own analysers."""
-    written = []
-    for name, data in files:
-        rel = PurePosixPath(name)
-        if rel.is_absolute() or ".." in rel.parts:  # validated already; never trust twice-read
-            raise ToolError(f"unsafe source path {name!r} reached a job directory")
-        target = root.joinpath(*rel.parts)
-        target.parent.mkdir(mode=mode | 0o100 | (mode & 0o044) >> 2, parents=True, exist_ok=True)
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        written.append(name)
-    return written
 
 
 def solution_files(solution: Solution) -> list[tuple[str, bytes]]:

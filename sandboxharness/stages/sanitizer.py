@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._internal.files import write_sources
 from .._internal.proc import find_executable
 from ..errors import InfrastructureError, ToolError
 from ..models import Policy, Reason, ReasonCode, Stage, StageResult
@@ -30,7 +31,7 @@ from ..worker.gpu import SANITIZER_ENV, SANITIZER_LOG
 from . import compile_cuda
 from .cases import Case, derive_seed
 from .context import EvaluationContext, Needs, SoFar, skipped
-from .job import Execution, candidate_hello, execution, job_spec, solution_files, write_sources
+from .job import Execution, candidate_hello, execution, job_spec, solution_files
 from .sanitizer_report import TOOL_BROKEN, SanitizerFinding, parse
 from .session import KernelFault, WorkerSession
 

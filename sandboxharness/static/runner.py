@@ -6,13 +6,13 @@ A candidate's code only ever produces findings here; an analyser that fails to r
 
 from __future__ import annotations
 
-import os
 import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
+from .._internal.files import write_sources
 from ..errors import ToolError
 from ..models import Definition, Language, Policy, Solution
 from ..models.policy import StaticRules
@@ -122,20 +122,12 @@ def run_static(solution: Solution, definition: Definition | None, policy: Policy
 
 
 def _write_sources(root: Path, solution: Solution) -> tuple[list[Violation], list[str]]:
-    violations: list[Violation] = []
-    written: list[str] = []
+    """Sources that are valid UTF-8 are written (0600: for our analysers only)."""
     utf8 = Utf8Source()
+    violations, files = [], []
     for src in solution.sources:
-        rel = PurePosixPath(src.path)
-        if rel.is_absolute() or ".." in rel.parts:  # validated already; never trust twice-read
-            raise ToolError(f"unsafe source path {src.path!r} reached the static stage")
         if (v := utf8.check(src.path, src.content)) is not None:
             violations.append(v)
-            continue
-        target = root.joinpath(*rel.parts)
-        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(src.content.encode("utf-8"))
-        written.append(src.path)
-    return violations, written
+        else:
+            files.append((src.path, src.content.encode("utf-8")))
+    return violations, write_sources(root, files, mode=0o600)

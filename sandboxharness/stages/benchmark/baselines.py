@@ -24,6 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..._internal.files import write_sources
 from ...errors import InfrastructureError
 from ...models import Policy, Reason, ReasonCode, Stage
 from ...policy import RegimeGate, median
@@ -31,7 +32,7 @@ from ...sandbox.interface import JobSpec
 from .. import compile_cuda
 from ..context import EvaluationContext
 from ..execute import RoleRun, run_role
-from ..job import Execution, write_sources
+from ..job import Execution
 from . import roofline
 
 CACHE_ENV = "SHX_BASELINE_CACHE"
