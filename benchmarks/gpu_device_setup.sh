@@ -17,6 +17,10 @@ if ls .whl/*.whl >/dev/null 2>&1; then
   "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target "$REPO/.site" .whl/*.whl
 fi
+# pyseccomp finds libseccomp through ldconfig: install the carried copy where the device has none
+if ! ldconfig -p | grep -q libseccomp.so.2 && [ -f .whl/libseccomp.so.2 ]; then
+  install -m 0644 .whl/libseccomp.so.2 /usr/local/lib/libseccomp.so.2 && ldconfig
+fi
 SP=$("$PY" -c 'import site; print(site.getsitepackages()[0])')
 printf '%s\n%s\n' "$REPO" "$REPO/.site" > "$SP/zz-sandboxharness.pth"
 # cupti-python dlopens plain "libcupti.so": point it at the copy torch itself loaded

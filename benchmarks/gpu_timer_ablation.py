@@ -22,8 +22,8 @@ def inputs_table() -> None:
     import triton.testing
     from gpu_validate import warm_kernel  # type: ignore[import-not-found]
 
+    from sandboxharness.inputs.tensorgen import make_outputs
     from sandboxharness.worker import gputimer as gpu
-    from sandboxharness.worker.tensorgen import make_outputs
 
     print("| kernel | ours same | ours fresh | do_bench same | do_bench fresh |")
     print("| --- | --- | --- | --- | --- |")
@@ -58,8 +58,8 @@ def main() -> None:
     import triton.testing
     from gpu_validate import warm_kernel  # type: ignore[import-not-found]
 
+    from sandboxharness.inputs.tensorgen import make_outputs
     from sandboxharness.worker import gputimer as gpu
-    from sandboxharness.worker.tensorgen import make_outputs
 
     print("| kernel | axes | pad us | ours ms | do_bench ms | ours/do_bench |")
     print("| --- | --- | --- | --- | --- | --- |")

@@ -306,8 +306,8 @@ def warm_kernel(label: str, dname: str, axes: dict[str, int], n_sets: int
     """(callable, case payload, n_sets seeded input sets, one output set), after 5 warm calls."""
     import torch
 
+    from sandboxharness.inputs.tensorgen import make_inputs, make_outputs
     from sandboxharness.stages.cases import _payload
-    from sandboxharness.worker.tensorgen import make_inputs, make_outputs
 
     defn, fn = _load_callable(label, dname)
     payload = _payload(defn, axes, {k: _Random() for k in defn.inputs})
@@ -324,7 +324,7 @@ def _time_one(label: str, dname: str, axes: dict[str, int], timers: dict[str, An
     import torch
     import triton.testing
 
-    from sandboxharness.worker.tensorgen import make_outputs
+    from sandboxharness.inputs.tensorgen import make_outputs
 
     fn, payload, sets, outs = warm_kernel(label, dname, axes, 60)
     row: dict[str, Any] = {"kernel": label, "axes": axes, "stage_ms": stage_ms}

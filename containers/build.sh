@@ -41,15 +41,19 @@ die() { printf 'build.sh: %s\n' "$*" >&2; exit 1; }
 docker info >/dev/null 2>&1 || die "no Docker engine answers (run scripts/ci_docker_setup.sh)"
 mkdir -p "$CACHE"
 
-# The build context: the worker package and a stub package root, nothing else of the harness.
+# The build context: the worker and inputs packages and a stub package root, nothing else of
+# the harness.
 stage_worker() {
-    local ctx=$1
+    local ctx=$1 pkg
     rm -rf "$ctx/worker"
-    mkdir -p "$ctx/worker/worker"
+    mkdir -p "$ctx/worker"
     printf '"""Worker-only install: the harness itself is not in this image."""\n' \
         >"$ctx/worker/__init__.py"
-    (cd "$REPO/sandboxharness/worker" && find . -name '*.py' -print0 \
-        | xargs -0 -I{} cp --parents {} "$ctx/worker/worker/")
+    for pkg in worker inputs; do
+        mkdir -p "$ctx/worker/$pkg"
+        (cd "$REPO/sandboxharness/$pkg" && find . -name '*.py' -print0 \
+            | xargs -0 -I{} cp --parents {} "$ctx/worker/$pkg/")
+    done
 }
 
 debian_mirror() {
@@ -148,9 +152,8 @@ build_gpu() {
         -t "$TAG" "$ctx" >/dev/null
 }
 
-# the worker sources' hash, as DockerSandbox computes it: a stale image is refused, not used
-WORKER_SHA=$(cd "$REPO/sandboxharness/worker" && find . -name '*.py' -print | LC_ALL=C sort \
-             | xargs sha256sum | sha256sum | cut -d' ' -f1)
+# the shipped sources' hash, as DockerSandbox computes it: a stale image is refused, not used
+WORKER_SHA=$("$REPO/containers/worker_sha.sh")
 if [ "$GPU" = 1 ]; then build_gpu; else build_cpu; fi
 id=$(docker image inspect -f '{{.Id}}' "$TAG")
 size=$(docker image inspect -f '{{.Size}}' "$TAG")

@@ -168,7 +168,7 @@ class CorrectnessRules(FrozenModel):
     def _known_roles(self) -> CorrectnessRules:
         known = {"data", "weight", "bias", "scale", "logits", "routing", "probs", "uniform",
                  "temperature", "top_p", "top_k", "eps", "mask", "flag", "const", "offset",
-                 "indptr", "index", "page", "slot", "sparse", "length"}  # worker.recipes.ROLES
+                 "indptr", "index", "page", "slot", "sparse", "length"}  # inputs.recipes.ROLES
         for pattern, spec in self.input_roles.items():
             role, _, bound = spec.partition(":")
             if role.strip() not in known:

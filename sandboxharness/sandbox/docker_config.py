@@ -71,15 +71,19 @@ def load_seccomp(path: Path | None = None) -> str:
     return json.dumps(clean, separators=(",", ":"), sort_keys=True)
 
 
+IMAGE_PACKAGES = ("worker", "inputs")
+"""What the image ships of the harness: the worker and the input generator it shares."""
+
+
 def worker_sha256(root: Path | None = None) -> str:
-    """Hash of the worker package's sources, computed exactly as containers/build.sh does
-    (``find . -name '*.py' | sort | xargs sha256sum | sha256sum``) and stored as the image
-    label WORKER_LABEL: an image built from other worker sources is refused."""
-    root = root or Path(__file__).resolve().parents[1] / "worker"
-    lines = []
-    for path in sorted(root.rglob("*.py"), key=lambda p: "./" + p.relative_to(root).as_posix()):
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        lines.append(f"{digest}  ./{path.relative_to(root).as_posix()}\n")
+    """Hash of the image's packages' sources, computed exactly as containers/worker_sha.sh
+    does (``find worker inputs -name '*.py' | sort | xargs sha256sum | sha256sum``) and stored
+    as the image label WORKER_LABEL: an image built from other sources is refused."""
+    root = root or Path(__file__).resolve().parents[1]
+    files = [p.relative_to(root).as_posix() for pkg in IMAGE_PACKAGES
+             for p in (root / pkg).rglob("*.py")]
+    lines = [f"{hashlib.sha256((root / rel).read_bytes()).hexdigest()}  {rel}\n"
+             for rel in sorted(files)]
     return hashlib.sha256("".join(lines).encode()).hexdigest()
 
 

@@ -4,7 +4,7 @@ Every input gets a role (``stages.roles``) and, per case, recipe parameters as p
 (``stages.inputplan``), so the worker makes inputs that are valid for what they mean. A case that
 cannot be given valid inputs is bad input, raised here, before anything runs. Held-out sizes
 are secret (drawn from the evaluation's seed, ``stages.heldout``); trials after the first draw
-their inputs from held-out distributions (``worker.dists``), named per trial seed in the payload.
+their inputs from held-out distributions (``inputs.dists``), named per trial seed in the payload.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError
+from ..inputs import dists
+from ..inputs.tensorgen import DTYPES, distribution
 from ..models import Definition, Policy, WorkloadTrace
 from ..models.workload import RandomInput, SafetensorsInput, ScalarInput
-from ..worker import dists
-from ..worker.tensorgen import DTYPES, distribution
 from . import constraints as cons
 from . import heldout
 from .inputplan import resolve
@@ -33,7 +33,7 @@ class Case:
     axes: dict[str, int]
     heldout: bool
     payload: dict[str, Any]
-    """JSON sent to the worker (see ``worker.tensorgen.make_inputs``)."""
+    """JSON sent to the worker (see ``inputs.tensorgen.make_inputs``)."""
 
     def dist(self, seed: int) -> str:
         """The input distribution of the call with this trial seed (``plain`` by default)."""
@@ -100,7 +100,7 @@ def _payload(definition: Definition, axes: dict[str, int], inputs: dict[str, Any
 def _dists(payload: dict[str, Any], policy: Policy, seed: int, case_id: str) -> dict[str, str]:
     """Trial 0 stays plain; later trials take the distributions that change this case, in an
     order shuffled per case from the evaluation's seed (amplifying ones only where every float
-    output is 16-bit: see ``worker.dists.AMPLIFYING``)."""
+    output is 16-bit: see ``inputs.dists.AMPLIFYING``)."""
     wide_out = any(o["dtype"] in ("float32", "float64") for o in payload["outputs"])
     live = [d for d in policy.correctness.distributions if d != "plain" and not (
         wide_out and d in dists.AMPLIFYING) and any(

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .._internal.worker_env import BASE_PATH
-from ..worker.gpu import BUILD_ROOT, COMPILE_LOG
+from ..worker.protocol import BUILD_ROOT, COMPILE_LOG
 
 MAX_LOG_BYTES = 256 * 1024
 MAX_ARTIFACT_BYTES = 512 * 1024 * 1024

@@ -9,9 +9,9 @@ from typing import Any
 import torch
 
 from ..errors import InfrastructureError, InputError
+from ..inputs.tensorgen import make_inputs
 from ..models import Definition, Policy, StageResult
 from ..models.verdict import Reason, ReasonCode, Stage
-from ..worker.tensorgen import make_inputs
 from . import honesty
 from .compare import Comparison, compare, compare_exact
 from .compare_modes import Resolved, compare_set, resolve, score_input
@@ -61,11 +61,11 @@ def judge_call(definition: Definition, policy: Policy, cand: CallResult, ref: Ca
         return ReasonCode.RUNTIME_ERROR, cand.error, {}
     if cand.file is None or ref.file is None or cand.reply is None:
         return ReasonCode.WORKER_PROTOCOL, "no result file for this call", {}
-    described = cand.reply.get("outputs") or []
+    described = cand.reply.outputs
     names = [o["name"] for o in cand.case.payload["outputs"]]
-    if cand.reply.get("n_outputs") != len(names):
+    if cand.reply.n_outputs != len(names):
         return (ReasonCode.INCORRECT_TYPE,
-                f"returned {cand.reply.get('n_outputs')} output(s), expected {len(names)}", {})
+                f"returned {cand.reply.n_outputs} output(s), expected {len(names)}", {})
     for name, d in zip(names, described, strict=False):
         if isinstance(d, dict) and d.get("type") != "torch.Tensor":
             return ReasonCode.INCORRECT_TYPE, f"output {name!r} is a {d.get('type')}", {}

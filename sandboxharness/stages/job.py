@@ -13,7 +13,6 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from .._internal.files import write_sources
 from ..errors import InfrastructureError, InputError
@@ -22,6 +21,7 @@ from ..models.workload import SafetensorsInput
 from ..sandbox.interface import JobSpec
 from . import limits, repeats
 from .cases import CasePlan, build_cases
+from .client import hello_for_candidate, hello_for_reference
 from .context import EvaluationContext, SoFar
 from .execute import Plan, RoleRun, run_role
 
@@ -128,17 +128,6 @@ def _job(ctx: EvaluationContext, role: str, data_dir: Path) -> JobSpec:
                     gpu=ctx.on_gpu)
 
 
-def candidate_hello(solution: Solution) -> dict[str, Any]:
-    """What the worker is told about the candidate (the sanitizer stage reuses it)."""
-    spec = solution.spec
-    return {
-        "role": "candidate", "entry_file": spec.entry_file, "entry_func": spec.entry_function,
-        "dps": spec.destination_passing_style, "preload_triton": spec.language.value == "triton",
-        "language": spec.language.value, "binding": spec.binding.value if spec.binding else None,
-        "build_key": solution.content_hash(),
-    }
-
-
 def execute(ctx: EvaluationContext) -> Execution:
     """Stage the blobs, build the cases, run the candidate, then (if it got that far) the
     reference. A failure of the reference is the definition's, never the candidate's."""
@@ -152,7 +141,7 @@ def execute(ctx: EvaluationContext) -> Execution:
     write_sources(cand_job.src_dir, solution_files(ctx.solution))
     sample = {c.id: req for c in cases
               if (req := repeats.sample_request(ctx.definition, c, ctx.policy)) is not None}
-    cand = run_role(ctx.sandbox, cand_job, candidate_hello(ctx.solution),
+    cand = run_role(ctx.sandbox, cand_job, hello_for_candidate(ctx.solution),
                     replace(plan, sample=sample))
     done = Execution(cand=cand, ref=None, plan=plan, cases=cases, data_dir=data_dir,
                      cand_dir=cand_job.out_dir, ref_dir=ctx.root / "reference" / "out")
@@ -161,10 +150,7 @@ def execute(ctx: EvaluationContext) -> Execution:
     ref_job = _job(ctx, "reference", data_dir)
     write_sources(ref_job.src_dir, [("reference.py", ctx.definition.reference.encode("utf-8"))])
     sampled = {b.case.id: sorted(b.sampled) for b in cand.benches}
-    ref = run_role(ctx.sandbox, ref_job, {"role": "reference", "entry_file": "reference.py",
-                                          "entry_func": "run", "dps": False,
-                                          "preload_triton": False},
-                   replace(plan, sampled=sampled))
+    ref = run_role(ctx.sandbox, ref_job, hello_for_reference(), replace(plan, sampled=sampled))
     failed = next((c for c in ref.calls if c.error is not None and not c.case.heldout), None)
     if failed is not None:  # the earliest failure: a correctness call of the reference raised
         raise InputError(f"the definition's reference failed during correctness on workload "

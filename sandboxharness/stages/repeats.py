@@ -10,10 +10,10 @@ tiled ``tile`` times along its first axis, and saves the stacked samples as
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from ..errors import InputError
 from ..models import Definition, Policy
+from ..worker.protocol import Repeat
 from .cases import Case
 from .compare_modes import resolve
 from .sampling import _NEEDS, thresholding
@@ -23,8 +23,8 @@ MAX_ROWS_PER_CALL = 2048
 short call, so the time budget is kept to within about one call)."""
 
 
-def sample_request(definition: Definition, case: Case, policy: Policy) -> dict[str, Any] | None:
-    """The extra fields of a ``sample`` request for this case, or None (not a sampler)."""
+def sample_request(definition: Definition, case: Case, policy: Policy) -> Repeat | None:
+    """How a ``sample`` request repeats this case's call, or None (not a sampler)."""
     resolved = resolve(definition, policy.correctness)
     outs = case.payload["outputs"]
     if not outs or resolved.modes.get(outs[0]["name"]) != "sampling":
@@ -46,6 +46,6 @@ def sample_request(definition: Definition, case: Case, policy: Policy) -> dict[s
              if isinstance(it.get("shape"), list) and it["shape"] and it["shape"][0] == batch]
     tiled_outputs = [{**o, "shape": [int(o["shape"][0]) * tile, *o["shape"][1:]]}
                      if o.get("shape") and o["shape"][0] == batch else o for o in outs]
-    return {"tile": tile, "calls": calls, "tile_inputs": tiled,
-            "budget_s": min(resolved.sampling.budget_s, policy.limits.run_timeout_s / 4),
-            "tiled_case": {"inputs": case.payload["inputs"], "outputs": tiled_outputs}}
+    return Repeat(tile=tile, calls=calls, tile_inputs=tiled,
+                  budget_s=min(resolved.sampling.budget_s, policy.limits.run_timeout_s / 4),
+                  tiled_case={"inputs": case.payload["inputs"], "outputs": tiled_outputs})

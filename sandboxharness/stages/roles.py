@@ -15,10 +15,10 @@ import re
 from dataclasses import dataclass
 
 from ..errors import InputError
+from ..inputs.recipes import ROLES
 from ..models import Definition
 from ..models.definition import TensorSpec
 from ..models.policy import CorrectnessRules
-from ..worker.recipes import ROLES
 from .constraints import Constraint, ConstraintError, axis_expression
 
 STRONG = {"indptr", "page", "slot", "sparse"}

@@ -27,11 +27,12 @@ from .._internal.proc import find_executable
 from ..errors import InfrastructureError, ToolError
 from ..models import Policy, Reason, ReasonCode, Stage, StageResult
 from ..sandbox.interface import ExitInfo, JobSpec, SandboxedProcess
-from ..worker.gpu import SANITIZER_ENV, SANITIZER_LOG
+from ..worker.protocol import SANITIZER_ENV, SANITIZER_LOG, Call, Hello
 from . import compile_cuda
 from .cases import Case, derive_seed
+from .client import WorkerClient, hello_for_candidate
 from .context import EvaluationContext, Needs, SoFar, skipped
-from .job import Execution, candidate_hello, execution, job_spec, solution_files
+from .job import Execution, execution, job_spec, solution_files
 from .sanitizer_report import TOOL_BROKEN, SanitizerFinding, parse
 from .session import KernelFault, WorkerSession
 
@@ -94,13 +95,13 @@ def _job(ctx: EvaluationContext, tool: str, run: Execution, exe: str) -> JobSpec
     return job
 
 
-def _drive(run: ToolRun, hello: dict[str, Any], case: Case, seed: int, *, policy: Policy,
+def _drive(run: ToolRun, hello: Hello, case: Case, seed: int, *, policy: Policy,
            deadline: float, device: str) -> None:
     """hello (build/load) -> one call -> bye -> wait for the sanitizer to write its report."""
     if run.proc is None:
         return
     session = WorkerSession(run.proc, max(deadline - time.monotonic(), 1.0))
-    paths = run.proc.paths
+    worker = WorkerClient(session)
     t0 = time.monotonic()
 
     def left() -> float:
@@ -108,18 +109,15 @@ def _drive(run: ToolRun, hello: dict[str, Any], case: Case, seed: int, *, policy
 
     try:
         run.phase = "compile"
-        session.request({**hello, "op": "hello", "src": paths.src, "data": paths.data,
-                         "out": paths.out, "device": device},
-                        min(policy.limits.compile_timeout_s, left()),
-                        fail_code=ReasonCode.COMPILE_ERROR)
+        worker.hello(hello, device=device, timeout_s=min(policy.limits.compile_timeout_s, left()))
         run.phase = "call"
-        session.request({"op": "call", "case": case.payload, "seed": seed,
-                         "save": f"{paths.out}/sanitizer_call.safetensors"}, left())
+        worker.call(Call(case.payload, seed, f"{session.paths.out}/sanitizer_call.safetensors"),
+                    timeout_s=left())
     except KernelFault as fault:
         run.fault = fault
     if session.exit is None:  # still alive: let it leave so the sanitizer writes its report
         try:
-            session.request({"op": "bye"}, left())
+            worker.bye(timeout_s=left())
             info = run.proc.wait(left())
             if info is None:
                 raise KernelFault(ReasonCode.TIMEOUT, "the sanitizer did not finish before "
@@ -204,7 +202,7 @@ def run_tools(ctx: EvaluationContext, run: Execution, *,
     call_seed = derive_seed(ctx.seed, "sanitizer", case.id)
     runs = [ToolRun(t, _job(ctx, t, run, exe)) for t in dict.fromkeys(rules.tools)]
     deadline = time.monotonic() + rules.timeout_s
-    hello = candidate_hello(ctx.solution)
+    hello = hello_for_candidate(ctx.solution)
 
     def one(r: ToolRun) -> None:
         _drive(r, hello, case, call_seed, policy=ctx.policy, deadline=deadline,

@@ -1,13 +1,14 @@
-"""Host side of the worker protocol: requests with deadlines, typed faults, nothing trusted."""
+"""Host side of the worker protocol's transport: frames with deadlines, typed faults, nothing
+trusted. The typed ops are ``stages.client.WorkerClient``'s."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..models.verdict import ReasonCode
-from ..sandbox.interface import ExitInfo, SandboxedProcess
+from ..sandbox.interface import ExitInfo, JobPaths, SandboxedProcess
 from ..worker import protocol
 
 
@@ -28,7 +29,8 @@ class WorkerSession:
         self._buf = b""
 
     @property
-    def paths(self):  # type: ignore[no-untyped-def]
+    def paths(self) -> JobPaths:
+        """The job's directories as the worker sees them."""
         return self.proc.paths
 
     def _read_exact(self, n: int, until: float) -> bytes:
@@ -66,7 +68,7 @@ class WorkerSession:
         size = protocol.parse_header(self._read_exact(protocol.HEADER, until))
         return protocol.decode(self._read_exact(size, until))
 
-    def request(self, msg: dict[str, Any], timeout_s: float,
+    def request(self, msg: Mapping[str, Any], timeout_s: float,
                 fail_code: ReasonCode = ReasonCode.RUNTIME_ERROR,
                 on_progress: Callable[[dict[str, Any], float], None] | None = None,
                 max_progress: int = 0) -> dict[str, Any]:
@@ -109,7 +111,7 @@ class WorkerSession:
     def close(self) -> ExitInfo:
         if self.exit is None:
             try:
-                self.proc.send(protocol.encode({"op": "bye"}))
+                self.proc.send(protocol.encode(protocol.Bye().to_wire()))
             except OSError:
                 pass
             self.exit = self.proc.wait(1.0) or self.proc.kill()

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import os
 
+from .protocol import SANITIZER_ENV
+
 
 def main() -> None:
-    if os.environ.get("SHX_SANITIZER_ARGV"):  # GPU: become compute-sanitizer's child first
+    if os.environ.get(SANITIZER_ENV):  # GPU: become compute-sanitizer's child first
         from .gpu import exec_under_sanitizer
 
         exec_under_sanitizer()

@@ -17,16 +17,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from .protocol import BUILD_ROOT, CHANNEL_ENV, COMPILE_LOG, SANITIZER_ENV, WORKER_MODULE, Hello
+
 NATIVE_LANGUAGES = ("cuda", "cpp")
 CUDA_SUFFIXES = (".cu",)
 CPP_SUFFIXES = (".cpp", ".cc", ".cxx", ".c")
-BUILD_ROOT = "shx-build"
-"""Under the job's private TMPDIR: ``shx-build/<content hash>/``; never shared with others."""
-COMPILE_LOG = "compile.log"
-SANITIZER_LOG = "sanitizer.log"
-"""compute-sanitizer's report, relative to the worker's start directory (the job's tmp)."""
-CHANNEL_ENV = "SHX_CHANNEL_FDS"
-SANITIZER_ENV = "SHX_SANITIZER_ARGV"
 
 
 # -- compute-sanitizer: re-exec before the channel is taken ---------------------------------
@@ -48,7 +43,7 @@ def exec_under_sanitizer() -> None:
     os.close(devnull)
     env = dict(os.environ)
     env[CHANNEL_ENV] = "3,4"
-    target = [sys.executable, "-I", "-m", "sandboxharness.worker"]
+    target = [sys.executable, "-I", "-m", WORKER_MODULE]
     try:
         os.execve(argv[0], [*argv, *target], env)  # noqa: S606  (argv list from the host)
     except OSError as exc:
@@ -118,7 +113,7 @@ def _import_extension(name: str, so_path: Path) -> Any:
     return module
 
 
-def load_native(msg: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any]]:
+def load_native(hello: Hello) -> tuple[Callable[..., Any], dict[str, Any]]:
     """Build (or take from this candidate's earlier job) a CUDA/C++ solution; return its entry.
 
     ``binding``: ``torch`` (``torch.utils.cpp_extension.load``, a pybind11 module) or
@@ -132,12 +127,12 @@ def load_native(msg: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any]
 
     import torch
 
-    binding = msg.get("binding") or "tvm-ffi"
-    key = str(msg["build_key"]).removeprefix("sha256:")[:24]
+    binding = hello.binding or "tvm-ffi"
+    key = str(hello.build_key).removeprefix("sha256:")[:24]
     name = f"shx_{key}"
     build = Path(os.environ["TMPDIR"]) / BUILD_ROOT / key  # the job's private scratch
     build.mkdir(parents=True, exist_ok=True)
-    publish = Path(msg["out"]) / BUILD_ROOT / key
+    publish = Path(hello.out) / BUILD_ROOT / key
     publish.mkdir(parents=True, exist_ok=True)
     so_path = build / f"{name}.so"
     seeded = publish / so_path.name
@@ -152,7 +147,7 @@ def load_native(msg: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any]
     t0 = time.perf_counter()
     try:
         if not info["cached"]:
-            cuda, cpp = _copy_sources(Path(msg["src"]), build / "src")
+            cuda, cpp = _copy_sources(Path(hello.src), build / "src")
             _build(binding, name, build, cuda=cuda, cpp=cpp, cflags=cflags,
                    cuda_flags=cuda_flags, arch=arch, log_path=log_path)
     finally:
@@ -161,13 +156,13 @@ def load_native(msg: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any]
             if f.is_file() and not (publish / f.name).exists():
                 shutil.copyfile(f, publish / f.name)
     if binding == "torch":
-        fn = getattr(_import_extension(name, so_path), msg["entry_func"], None)
+        fn = getattr(_import_extension(name, so_path), hello.entry_func, None)
     else:
         import tvm_ffi
 
-        fn = getattr(tvm_ffi.load_module(str(so_path)), msg["entry_func"], None)
+        fn = getattr(tvm_ffi.load_module(str(so_path)), hello.entry_func, None)
     if fn is None or not callable(fn):
-        raise AttributeError(f"entry point {msg['entry_func']!r} not exported by the module")
+        raise AttributeError(f"entry point {hello.entry_func!r} not exported by the module")
     torch.cuda.synchronize()
     return fn, info
 

@@ -13,12 +13,11 @@ from collections.abc import Callable
 from typing import Any
 
 from .gputrace import names_in, window_span
+from .protocol import NO_CUPTI_ENV  # 1: time without CUPTI (the fallback the tests compare)
 
 FLUSH_FACTOR = 2
 FLUSH_MIN_BYTES = 256 * 10**6
 """The L2 flush writes this many times the L2 size, and at least do_bench's 256 MB."""
-NO_CUPTI_ENV = "SHX_NO_CUPTI"
-"""Set to 1 to time without CUPTI (the fallback, which the tests and gpu_validate compare)."""
 PAD_S = 100e-6
 """Device-side spin after the flush: covers the host's launch latency (Triton's included)."""
 FLOOR_CALLS = 21

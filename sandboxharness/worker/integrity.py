@@ -17,7 +17,8 @@ import time
 import types
 from typing import Any
 
-_WORKER_PKG = "sandboxharness.worker"
+_OWN_PACKAGES = ("sandboxharness.worker", "sandboxharness.inputs")
+"""The harness code loaded in the worker: its own modules and the input generator."""
 
 
 def _targets() -> dict[str, Any]:
@@ -74,10 +75,11 @@ def _targets() -> dict[str, Any]:
 
 def _worker_functions() -> dict[str, Any]:
     """Every function and method of the worker's own modules: the harness code on the call
-    path a candidate could reach (the channel, the saver, the digests, the timer)."""
+    path a candidate could reach (the channel, the saver, the digests, the timer, the input
+    generator)."""
     found: dict[str, Any] = {}
     for mod_name, mod in list(sys.modules.items()):
-        if mod is None or not mod_name.startswith(_WORKER_PKG):
+        if mod is None or not mod_name.startswith(_OWN_PACKAGES):
             continue
         for name, obj in list(vars(mod).items()):
             if isinstance(obj, type) and obj.__module__ == mod_name:

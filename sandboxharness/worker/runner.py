@@ -13,11 +13,28 @@ from pathlib import Path
 from time import perf_counter as _clock  # bound before any candidate code runs
 from typing import Any
 
+from ..inputs.tensorgen import make_inputs, make_outputs
 from . import protocol
 from .binding import _CLONE, _RESHAPE, digest, instance_attributes, plain_cpu
 from .integrity import Snapshot
 from .launches import LaunchCounter
-from .tensorgen import make_inputs, make_outputs
+from .protocol import (
+    Ack,
+    Call,
+    CallReply,
+    Dump,
+    DumpReply,
+    Hello,
+    HelloReply,
+    Prepare,
+    Progress,
+    Recheck,
+    RecheckReply,
+    Sample,
+    Step,
+    Timed,
+    TimedReply,
+)
 
 _MAX_ERROR = 4000
 
@@ -96,7 +113,7 @@ class Worker:
     def __init__(self, chan: Channel) -> None:
         self.chan = chan
         self.fn: Any = None
-        self.hello: dict[str, Any] = {}
+        self.hello = Hello("", "", "", dps=False, preload_triton=False)
         self.snapshot: Snapshot | None = None
         self.kept: list[tuple[list[Any], list[Any]]] = []
         """Timed calls: (outputs, inputs) of each, held until the host picks the sampled ones."""
@@ -108,10 +125,13 @@ class Worker:
 
     # -- one call of the candidate --------------------------------------------------------
     def _outputs(self, case: dict[str, Any]) -> list[Any]:
-        return make_outputs(case, self.hello["device"]) if self.hello["dps"] else []
+        return make_outputs(case, self.hello.device) if self.hello.dps else []
+
+    def _inputs(self, case: dict[str, Any], seed: int) -> list[Any]:
+        return make_inputs(case, seed, self.hello.device, self.hello.data)
 
     def _invoke(self, inputs: list[Any], case: dict[str, Any]) -> tuple[list[Any], float]:
-        device = self.hello["device"]
+        device = self.hello.device
         outs = self._outputs(case)
         if self.gpu is not None:
             self.gpu.remember(inputs)
@@ -121,7 +141,7 @@ class Worker:
         ret = self.fn(*inputs, *outs)
         _sync(device)
         elapsed = _clock() - t0
-        return (outs if self.hello["dps"] else _as_list(ret)), elapsed
+        return (outs if self.hello.dps else _as_list(ret)), elapsed
 
     def _named(self, case: dict[str, Any], outs: list[Any],
                inputs: list[Any] | None) -> dict[str, Any]:
@@ -168,24 +188,23 @@ class Worker:
         self._write(path, plain)
         return self._bind(plain)
 
-    def _progress(self, **fields: Any) -> None:
-        self.chan.send({"progress": True, **fields})
+    def _progress(self, frame: Progress) -> None:
+        self.chan.send(frame.to_wire())
 
     # -- ops ------------------------------------------------------------------------------
-    def op_hello(self, msg: dict[str, Any]) -> dict[str, Any]:
-        self.hello = msg
+    def op_hello(self, req: Hello) -> HelloReply:
+        self.hello = req
         own = {f"runner.{n}": getattr(sys.modules[__name__], n) for n in ("_clock", "_sync")}
         import torch
 
         torch.set_num_threads(1)
-        if msg.get("preload_triton"):
+        if req.preload_triton:
             import triton.testing  # noqa: F401  (so do_bench is in the snapshot)
 
             self.launches.install()
-        native = msg.get("language") in ("cuda", "cpp")
-        for var, sub in (msg.get("env_in_out") or {}).items():  # trusted baselines only
-            os.environ[str(var)] = str(Path(msg["out"]) / str(sub))
-        if msg["device"].startswith("cuda"):
+        for var, sub in (req.env_in_out or {}).items():  # trusted baselines only
+            os.environ[var] = str(Path(req.out) / sub)
+        if req.device.startswith("cuda"):
             from .gputimer import GpuTimer
 
             self.gpu = GpuTimer()
@@ -194,35 +213,35 @@ class Worker:
         self.snapshot = Snapshot(own)
         self.snapshot.watch(self.launches)
         t0 = _clock()
-        if native:  # built here, inside the sandbox, under the compile timeout
+        if req.native:  # built here, inside the sandbox, under the compile timeout
             from .gpu import load_native
 
-            self.fn, build = load_native(msg)
-            return {"ok": True, "import_s": _clock() - t0, "build": build}
-        self.fn = _load(msg["src"], msg["entry_file"], msg["entry_func"])
-        return {"ok": True, "import_s": _clock() - t0}
+            self.fn, build = load_native(req)
+            return HelloReply(_clock() - t0, build)
+        self.fn = _load(req.src, req.entry_file, req.entry_func)
+        return HelloReply(_clock() - t0)
 
-    def op_call(self, msg: dict[str, Any]) -> dict[str, Any]:
-        case = msg["case"]
-        inputs = make_inputs(case, msg["seed"], self.hello["device"], self.hello["data"])
+    def op_call(self, req: Call) -> CallReply:
+        case = req.case
+        inputs = self._inputs(case, req.seed)
         self.launches.take()
         outs, elapsed = self._invoke(inputs, case)
         gc.disable()  # again, should the call have switched it on: none until the reply
         launches = self.launches.take()
         described = [_describe(o) for o in outs]
-        bound = self._save(msg["save"], self._named(case, outs, inputs))
-        self.held.append((msg["save"], case, outs))
-        return {"ok": True, "outputs": described, "n_outputs": len(outs), "elapsed_s": elapsed,
-                "bound": bound, "launches": launches}
+        bound = self._save(req.save, self._named(case, outs, inputs))
+        self.held.append((req.save, case, outs))
+        return CallReply(described, len(outs), elapsed, bound, launches)
 
-    def op_sample(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def op_sample(self, req: Sample) -> CallReply:
         """One call as ``call`` (its results bound at once, in a frame), then up to ``calls``
         more on the batch tiled ``tile`` times, within ``budget_s``; the first output of each
         is stacked as ``rep.<name>``."""
         import torch
 
-        case, tile, tiled_case = msg["case"], int(msg["tile"]), msg["tiled_case"]
-        inputs = make_inputs(case, msg["seed"], self.hello["device"], self.hello["data"])
+        case, rep_spec = req.call.case, req.repeat
+        tile, tiled_case = rep_spec.tile, rep_spec.tiled_case
+        inputs = self._inputs(case, req.call.seed)
         self.launches.take()
         outs, elapsed = self._invoke(inputs, case)
         gc.disable()
@@ -230,16 +249,16 @@ class Worker:
         described = [_describe(o) for o in outs]
         first = self._plain(self._named(case, outs, inputs))
         bound = self._bind(first)
-        self._progress(stage="bound", **bound)
-        self.held.append((msg["save"], case, outs))
-        names = set(msg.get("tile_inputs") or [])
+        self._progress(Progress(Step.BOUND, digests=bound))
+        self.held.append((req.call.save, case, outs))
+        names = set(rep_spec.tile_inputs)
         tiled = [torch.Tensor.repeat(v, tile, *([1] * (v.dim() - 1)))
                  if it["name"] in names and type(v) is torch.Tensor else v
                  for it, v in zip(case["inputs"], inputs, strict=True)]
         out0 = case["outputs"][0]
         reps: list[Any] = []
-        budget, t_start = float(msg.get("budget_s", 60.0)), _clock()
-        for _ in range(int(msg["calls"])):
+        budget, t_start = rep_spec.budget_s, _clock()
+        for _ in range(rep_spec.calls):
             if reps and _clock() - t_start > budget:
                 break  # what it has is judged; the details say how many samples per row
             got, _ = self._invoke(tiled, tiled_case)
@@ -247,55 +266,53 @@ class Worker:
                 raise TypeError(f"repeated call returned no plain tensor for {out0['name']!r}")
             reps.append(_RESHAPE(_CLONE(plain_cpu(got[0])), (tile, *out0["shape"])))
         rep = {f"rep.{out0['name']}": torch.cat(reps)}
-        self._write(msg["save"], {**first, **rep})
+        self._write(req.call.save, {**first, **rep})
         bound["rep"] = digest(rep)
-        return {"ok": True, "outputs": described, "n_outputs": len(outs), "elapsed_s": elapsed,
-                "bound": bound, "launches": launches}
+        return CallReply(described, len(outs), elapsed, bound, launches)
 
-    def op_recheck(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def op_recheck(self, req: Recheck) -> RecheckReply:
         """Digests of every earlier call's outputs now: an output that aliases storage the
         candidate reused or rewrote since its call no longer matches what was bound then."""
         gc.disable()
         now = {path: self._bind(self._named(case, outs, None))["out"]
                for path, case, outs in self.held}
         self.held = []
-        return {"ok": True, "digests": now}
+        return RecheckReply(now)
 
-    def op_prepare(self, msg: dict[str, Any]) -> dict[str, Any]:
-        case = msg["case"]
-        self.bench_case = case
-        for _ in range(msg.get("warmup", 0)):
-            self._invoke(make_inputs(case, msg["warmup_seed"], self.hello["device"],
-                                     self.hello["data"]), case)
-        return {"ok": True}
+    def op_prepare(self, req: Prepare) -> Ack:
+        self.bench_case = req.case
+        for _ in range(req.warmup):
+            self._invoke(self._inputs(req.case, req.warmup_seed), req.case)
+        return Ack()
 
     def _ready(self, i: int, seed: int) -> list[Any]:
         """Inputs of timed call ``i``, made only now (nothing staged for the candidate to walk
         to), moved off any address it has seen, digested and announced before the call."""
-        inputs = make_inputs(self.bench_case, seed, self.hello["device"], self.hello["data"])
+        inputs = self._inputs(self.bench_case, seed)
         if self.gpu is not None:
             self.gpu.fresh([inputs])
         gc.disable()
-        self._progress(stage="ready", i=i,
-                       **{"in": self._bind(self._named(self.bench_case, [], inputs))["in"]})
-        _sync(self.hello["device"])
+        pre = self._bind(self._named(self.bench_case, [], inputs))["in"]
+        self._progress(Progress(Step.READY, i, {"in": pre}))
+        _sync(self.hello.device)
         self.launches.take()
         return inputs
 
     def _after(self, i: int, outs: list[Any], inputs: list[Any]) -> None:
         """Right after timed call ``i``: say it is done, then bind its outputs and inputs."""
         gc.disable()
-        self._progress(stage="done", i=i, launches=self.launches.take())
+        self._progress(Progress(Step.DONE, i, launches=self.launches.take()))
         named = self._named(self.bench_case, outs, inputs)
-        self._progress(stage="bound", i=i, described=[_describe(o) for o in outs],
-                       **self._bind(named))
+        self._progress(Progress(Step.BOUND, i, self._bind(named),
+                                described=[_describe(o) for o in outs]))
         self.kept.append((outs, inputs))
 
-    def op_timed(self, msg: dict[str, Any]) -> dict[str, Any]:
-        seeds = [int(s) for s in msg["seeds"]]
+    def op_timed(self, req: Timed) -> TimedReply:
+        seeds = req.seeds
         self.kept = []
+        clock: dict[str, Any] = {}
         if self.gpu is not None:
-            reply = self._timed_gpu(seeds)
+            times, clock = self._timed_gpu(seeds)
         else:
             times = []
             for i, seed in enumerate(seeds):
@@ -303,13 +320,11 @@ class Worker:
                 outs, elapsed = self._invoke(inputs, self.bench_case)
                 self._after(i, outs, inputs)
                 times.append(elapsed)
-            reply = {"ok": True, "times_s": times}
         gc.disable()
-        reply["re_out"] = [self._bind(self._named(self.bench_case, o, None))["out"]
-                           for o, _ in self.kept]
-        return reply
+        re_out = [self._bind(self._named(self.bench_case, o, None))["out"] for o, _ in self.kept]
+        return TimedReply(times, re_out, clock)
 
-    def _timed_gpu(self, seeds: list[int]) -> dict[str, Any]:
+    def _timed_gpu(self, seeds: list[int]) -> tuple[list[float], dict[str, Any]]:
         """do_bench-style CUDA events, cold L2, fresh input addresses, every stream counted
         (CUPTI, or the device-sync floor without it: see worker.gputimer.GpuTimer)."""
         case = self.bench_case
@@ -323,22 +338,22 @@ class Worker:
 
         def after(i: int, ret: Any) -> None:
             inputs, outs = current.pop(i)
-            self._after(i, outs if self.hello["dps"] else _as_list(ret), inputs)
+            self._after(i, outs if self.hello.dps else _as_list(ret), inputs)
 
         _, times, info = self.gpu.time_made(len(seeds), make, after)
         if info.get("trace_lost") and self.snapshot is not None:
             self.snapshot.flag(f"CUPTI recorded nothing in {info['trace_lost']} timed calls "
                                "(tracing switched off or its buffers taken)")
-        return {"ok": True, "times_s": times, "clock": info}
+        return times, info
 
-    def op_dump(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def op_dump(self, req: Dump) -> DumpReply:
         gc.disable()
         bound = []
-        for idx, path in zip(msg["indices"], msg["paths"], strict=True):
+        for idx, path in zip(req.indices, req.paths, strict=True):
             outs, inputs = self.kept[idx]
             bound.append(self._save(path, self._named(self.bench_case, outs, inputs)))
         self.kept = []
-        return {"ok": True, "bound": bound}
+        return DumpReply(bound)
 
     def serve(self) -> None:
         gc_was = gc.isenabled()
@@ -347,15 +362,12 @@ class Worker:
                 msg = self.chan.recv()
             except EOFError:
                 return
-            op = msg.get("op")
-            if op == "bye":
-                self.chan.send({"ok": True})
+            if msg.get("op") == protocol.Op.BYE:
+                self.chan.send(Ack().to_wire())
                 return
-            handler = getattr(self, f"op_{op}", None)
             try:
-                if handler is None:
-                    raise ValueError(f"unknown op {op!r}")
-                reply = handler(msg)
+                req = protocol.request_from_wire(msg)  # ValueError: an unknown op
+                reply = getattr(self, f"op_{req.OP.value}")(req).to_wire()
             except BaseException as exc:  # noqa: BLE001  the candidate's failure is data
                 text = "".join(traceback.format_exception(exc))[-_MAX_ERROR:]
                 reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500],

@@ -8,7 +8,8 @@ import statistics
 
 import pytest
 
-from sandboxharness.worker.gputimer import NO_CUPTI_ENV, GpuTimer
+from sandboxharness.worker.gputimer import GpuTimer
+from sandboxharness.worker.protocol import NO_CUPTI_ENV
 
 pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")

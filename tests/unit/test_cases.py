@@ -7,9 +7,9 @@ import sys
 
 import torch
 
+from sandboxharness.inputs.tensorgen import make_inputs, make_outputs
 from sandboxharness.intake import load_definition, load_workloads
 from sandboxharness.stages.cases import build_cases, derive_seed, satisfies
-from sandboxharness.worker.tensorgen import make_inputs, make_outputs
 from tests.conftest import fast_policy
 
 
@@ -38,7 +38,7 @@ def test_inputs_are_reproducible_across_processes(tiny_def_path, tiny_wl_path) -
     case = build_cases(load_definition(tiny_def_path), load_workloads(tiny_wl_path),
                        fast_policy())[0]
     here = make_inputs(case.payload, 1234, "cpu", ".")[0]
-    code = ("import json,sys,torch;from sandboxharness.worker.tensorgen import make_inputs;"
+    code = ("import json,sys,torch;from sandboxharness.inputs.tensorgen import make_inputs;"
             "p=json.loads(sys.argv[1]);print(float(make_inputs(p,1234,'cpu','.')[0].sum()))")
     import json
 

@@ -19,13 +19,13 @@ import torch
 import yaml
 
 from sandboxharness.errors import InputError
+from sandboxharness.inputs.tensorgen import make_inputs
 from sandboxharness.intake import load_definition, load_workloads
 from sandboxharness.models import Definition, Policy, WorkloadTrace
 from sandboxharness.stages import constraints as cons
 from sandboxharness.stages.cases import build_cases, trial_seed
 from sandboxharness.stages.compare import compare
 from sandboxharness.stages.execute import Plan
-from sandboxharness.worker.tensorgen import make_inputs
 from tests.conftest import REPO, fast_policy
 
 FIB = Path(__file__).resolve().parents[1] / "data" / "fib" / "definitions"

@@ -140,11 +140,19 @@ def test_symlinked_job_dir_is_refused(tmp_path: Path) -> None:
 
 def test_worker_hash_matches_build_script() -> None:
     """build.sh labels the image with this hash; a stale image is refused by the backend."""
-    cmd = ("cd sandboxharness/worker && find . -name '*.py' -print | LC_ALL=C sort "
-           "| xargs sha256sum | sha256sum | cut -d' ' -f1")
-    shell = subprocess.run(["bash", "-c", cmd], cwd=REPO, capture_output=True, text=True,
-                           check=True)
+    shell = subprocess.run([str(REPO / "containers" / "worker_sha.sh")], capture_output=True,
+                           text=True, check=True)
     assert shell.stdout.strip() == worker_sha256()
+
+
+def test_worker_hash_covers_the_input_generator(tmp_path: Path) -> None:
+    """The image ships inputs/ beside worker/: a change in either is a stale image."""
+    for pkg in ("worker", "inputs"):
+        (tmp_path / pkg).mkdir()
+        (tmp_path / pkg / "a.py").write_text("x = 1\n")
+    before = worker_sha256(tmp_path)
+    (tmp_path / "inputs" / "a.py").write_text("x = 2\n")
+    assert worker_sha256(tmp_path) != before
 
 
 def test_unreachable_engine_is_one_line_sandbox_error(monkeypatch: pytest.MonkeyPatch) -> None:

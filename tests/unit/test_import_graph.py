@@ -194,3 +194,29 @@ def _describe(cycles: list[list[str]], graph: dict[str, set[str]]) -> str:
 def test_no_import_cycles() -> None:
     graph, cycles = _cycles()
     assert not cycles, f"import cycles in the package:\n{_describe(cycles, graph)}"
+
+
+IMAGE = (f"{PKG}.worker", f"{PKG}.inputs")
+"""What the worker image ships of the harness (``sandbox/docker_config.IMAGE_PACKAGES``)."""
+HOST_MAY_USE = {f"{PKG}.worker": None, f"{PKG}.worker.protocol": "the contract",
+                f"{PKG}.worker.binding": "the digest both sides compute",
+                f"{PKG}.worker.gputimer": "the roofline times its own trusted probe kernel"}
+
+
+def _in_image(module: str) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in IMAGE)
+
+
+def test_the_image_packages_import_nothing_else_of_the_harness() -> None:
+    graph = import_graph()
+    leaks = {m: sorted(d for d in deps if not _in_image(d))
+             for m, deps in graph.items() if _in_image(m)}
+    assert {m: d for m, d in leaks.items() if d} == {}
+
+
+def test_the_host_reaches_into_the_worker_only_for_the_contract() -> None:
+    graph = import_graph()
+    reach = {m: sorted(d for d in deps if d.startswith(f"{PKG}.worker") and d not in HOST_MAY_USE)
+             for m, deps in graph.items() if not _in_image(m)}
+    assert {m: d for m, d in reach.items() if d} == {}
+    assert f"{PKG}.inputs.tensorgen" in graph[f"{PKG}.stages.correctness"]

@@ -20,11 +20,11 @@ import torch
 from pydantic import ValidationError
 
 from sandboxharness.errors import InputError
+from sandboxharness.inputs import recipes
+from sandboxharness.inputs.tensorgen import make_inputs
 from sandboxharness.intake import load_definition
 from sandboxharness.models import Definition, WorkloadTrace
 from sandboxharness.stages.cases import Case, build_cases
-from sandboxharness.worker import recipes
-from sandboxharness.worker.tensorgen import make_inputs
 from tests.conftest import fast_policy
 
 FIB = Path(__file__).resolve().parents[1] / "data" / "fib" / "definitions"
@@ -243,7 +243,7 @@ def test_large_low_precision_inputs_are_made_in_bounded_memory(tmp_path: Path) -
          "role": "data", "params": {}} for n, dt in (("a", "float8_e4m3fn"), ("b", "bfloat16"))],
         "outputs": []}
     code = ("import json, resource, sys\nimport torch\n"
-            "from sandboxharness.worker.tensorgen import make_inputs\n"
+            "from sandboxharness.inputs.tensorgen import make_inputs\n"
             "p = json.loads(sys.argv[1])\n"
             "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
             "a, b = make_inputs(p, 3, 'cpu', '.')\n"

@@ -30,9 +30,9 @@ def test_sampler_case_gets_tiled_repeats() -> None:
     d = _definition({"probs": {"shape": ["b", "v"], "dtype": "float32"},
                      "top_k": {"shape": ["b"], "dtype": "int32"}})
     req = sample_request(d, CASE, fast_policy(correctness={"sampling": {"samples_per_row": 600}}))
-    assert req is not None and req["tile"] * req["calls"] >= 600
-    assert req["tile_inputs"] == ["probs", "top_k"]
-    assert req["tiled_case"]["outputs"][0]["shape"] == [4 * req["tile"]]
+    assert req is not None and req.tile * req.calls >= 600
+    assert req.tile_inputs == ["probs", "top_k"]
+    assert req.tiled_case["outputs"][0]["shape"] == [4 * req.tile]
 
 
 def test_sampler_without_its_inputs_is_bad_input_up_front() -> None:

@@ -30,6 +30,7 @@ from ...models import Policy, Reason, ReasonCode, Stage
 from ...policy import RegimeGate, median
 from ...sandbox.interface import JobSpec
 from .. import compile_cuda
+from ..client import hello_for_baseline
 from ..context import EvaluationContext
 from ..execute import RoleRun, run_role
 from ..job import Execution
@@ -88,9 +89,8 @@ def run_flashinfer(ctx: EvaluationContext, run: Execution, env: dict[str, str]
     tmp = Path(tempfile.mkdtemp(prefix="tmp-", dir=base))
     job = JobSpec(role="baseline", src_dir=src, data_dir=run.data_dir, out_dir=out, tmp_dir=tmp,
                   limits=policy.limits, env=env, gpu=True)
-    hello = {"role": "baseline", "entry_file": "baseline.py", "entry_func": "run",
-             "dps": False, "preload_triton": False, "language": "python",
-             "env_in_out": {"FLASHINFER_WORKSPACE_BASE": "flashinfer-workspace"}}
+    hello = hello_for_baseline(
+        "baseline.py", env_in_out={"FLASHINFER_WORKSPACE_BASE": "flashinfer-workspace"})
     try:
         ran = run_role(ctx.sandbox, job, hello, replace(run.plan, sampled={}))
     finally:

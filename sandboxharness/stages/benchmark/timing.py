@@ -10,6 +10,7 @@ from typing import Any
 from ...models import Definition, Policy
 from ...models.verdict import Reason, ReasonCode, Stage
 from ...policy import CpuSpeedGate
+from ...worker.protocol import CallReply
 from .. import honesty
 from ..compare_modes import resolve
 from ..correctness import judge_call
@@ -87,7 +88,7 @@ def judge(definition: Definition, policy: Policy, cand: RoleRun, ref: RoleRun, *
             if ref_call is None or ref_call.error is not None:
                 continue
             cand_call = CallResult(bench.case, -1, bench.seeds[idx], file=fname,
-                                   reply={"n_outputs": len(bench.case.payload["outputs"])},
+                                   reply=CallReply(n_outputs=len(bench.case.payload["outputs"])),
                                    bound=bench.calls[idx].bound, sampled_index=idx)
             code, msg, _ = judge_call(definition, policy, cand_call, ref_call, cand_dir=cand_dir,
                                       ref_dir=ref_dir, data_dir=data_dir)

@@ -1,0 +1,116 @@
+"""The host's side of the worker contract: one typed method per op (``worker.protocol``), and
+the hello of each role built in one place.
+
+Replies are read through the protocol's ``from_wire``: only well-typed values reach a stage,
+and none of them is trusted (the stages judge the files and the host's own clock).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+
+from ..models import Solution
+from ..models.verdict import ReasonCode
+from ..sandbox.interface import ExitInfo
+from ..worker import protocol
+from ..worker.protocol import (
+    Call,
+    CallReply,
+    Dump,
+    DumpReply,
+    Hello,
+    HelloReply,
+    Prepare,
+    Progress,
+    RecheckReply,
+    Repeat,
+    Sample,
+    TimedReply,
+)
+from .session import WorkerSession
+
+OnProgress = Callable[[Progress, float], None]
+"""Gets each progress frame of a ``timed`` batch with the host's clock at its arrival."""
+
+
+def hello_for_candidate(solution: Solution) -> Hello:
+    """What the worker is told about a candidate (its runs and the sanitizer's)."""
+    spec = solution.spec
+    return Hello("candidate", spec.entry_file, spec.entry_function,
+                 dps=spec.destination_passing_style,
+                 preload_triton=spec.language.value == "triton", language=spec.language.value,
+                 binding=spec.binding.value if spec.binding else None,
+                 build_key=solution.content_hash())
+
+
+def hello_for_reference() -> Hello:
+    """The definition's reference: ``reference.py::run``, returning its outputs."""
+    return Hello("reference", "reference.py", "run", dps=False, preload_triton=False)
+
+
+def hello_for_baseline(entry_file: str, *, env_in_out: Mapping[str, str] | None = None) -> Hello:
+    """A trusted baseline adapter (``entry_file::run``, Python, returning its outputs);
+    ``env_in_out``: environment variables the worker points at sub-directories of its out."""
+    return Hello("baseline", entry_file, "run", dps=False, preload_triton=False,
+                 language="python", env_in_out=dict(env_in_out) if env_in_out else None)
+
+
+class WorkerClient:
+    """Typed ops over one worker's session. Every method raises ``KernelFault`` as
+    ``WorkerSession.request`` does; a failed hello with COMPILE_ERROR, any other op with
+    RUNTIME_ERROR."""
+
+    def __init__(self, session: WorkerSession) -> None:
+        self.session = session
+
+    def hello(self, hello: Hello, *, device: str, timeout_s: float) -> HelloReply:
+        """Load (or build) the role's code; the job's paths are the sandbox's view."""
+        paths = self.session.paths
+        msg = hello.for_job(src=paths.src, data=paths.data, out=paths.out, device=device)
+        reply = self.session.request(msg.to_wire(), timeout_s, fail_code=ReasonCode.COMPILE_ERROR)
+        return HelloReply.from_wire(reply)
+
+    def call(self, call: Call, *, timeout_s: float) -> CallReply:
+        return CallReply.from_wire(self.session.request(call.to_wire(), timeout_s))
+
+    def sample(self, call: Call, repeat: Repeat, *, timeout_s: float) -> CallReply:
+        """A ``call`` and its repeats. The reply's ``bound`` holds the first call's digests as
+        the worker sent them before any repeated call ran, and the samples' ``rep``."""
+        first: protocol.Digests = {}
+
+        def bound_frame(frame: dict[str, object], _at: float) -> None:
+            first.update(Progress.from_wire(frame).digests)
+
+        raw = self.session.request(Sample(call, repeat).to_wire(), timeout_s,
+                                   on_progress=bound_frame, max_progress=1)
+        reply = CallReply.from_wire(raw)
+        rep = protocol.digests(raw.get("bound"), ("rep",))
+        return replace(reply, bound={**first, **rep})
+
+    def recheck(self, *, timeout_s: float) -> RecheckReply:
+        return RecheckReply.from_wire(self.session.request(protocol.Recheck().to_wire(),
+                                                           timeout_s))
+
+    def prepare(self, prepare: Prepare, *, timeout_s: float) -> None:
+        self.session.request(prepare.to_wire(), timeout_s)
+
+    def timed(self, seeds: list[int], *, timeout_s: float, on_progress: OnProgress) -> TimedReply:
+        """One timed call per seed; each sends ``ready``, ``done`` and ``bound`` frames."""
+        def frame(raw: dict[str, object], at: float) -> None:
+            on_progress(Progress.from_wire(raw), at)
+
+        reply = self.session.request(protocol.Timed(seeds).to_wire(), timeout_s,
+                                     on_progress=frame, max_progress=3 * len(seeds))
+        return TimedReply.from_wire(reply)
+
+    def dump(self, indices: list[int], paths: list[str], *, timeout_s: float) -> DumpReply:
+        return DumpReply.from_wire(self.session.request(Dump(indices, paths).to_wire(),
+                                                        timeout_s))
+
+    def bye(self, *, timeout_s: float) -> None:
+        """Ask the worker to leave and wait for its answer (``close`` does not wait)."""
+        self.session.request(protocol.Bye().to_wire(), timeout_s)
+
+    def close(self) -> ExitInfo:
+        return self.session.close()
