@@ -30,6 +30,7 @@ from .stages.benchmark import BenchmarkStage
 from .stages.compile import CompileStage
 from .stages.context import GPU_LANGUAGES, EvaluationContext, SoFar, StageRunner
 from .stages.correctness import CorrectnessStage
+from .stages.lanes import NO_LANE, GpuLane
 from .stages.sanitizer import SanitizerStage
 from .stages.sources import PolicyStage, StaticStage
 
@@ -57,7 +58,8 @@ class Harness:
 
     def evaluate(self, definition: Definition, solution: Solution,
                  workloads: list[WorkloadTrace], *, seed: int | None = None,
-                 blob_root: Path | None = None) -> Verdict:
+                 blob_root: Path | None = None, lane: GpuLane = NO_LANE) -> Verdict:
+        """``lane``: the GPU this evaluation uses and shares with others (a dataset run)."""
         started_at = _now()
         seed = secrets.randbits(53) if seed is None else seed  # exact in RFC 8785 JSON
         device = "cuda" if host.device_name() != "cpu" else "cpu"
@@ -69,7 +71,7 @@ class Harness:
         ctx = EvaluationContext(definition=definition, solution=solution,
                                 workloads=tuple(workloads), policy=self.policy,
                                 sandbox=self.sandbox, seed=seed, device=device, root=root,
-                                blob_root=blob_root)
+                                blob_root=blob_root, lane=lane)
         try:
             for stage in STAGES:
                 result = stage.run(ctx, so_far)

@@ -1,4 +1,6 @@
-"""Export a verdict as FlashInfer-Bench Trace lines (one per workload that was run)."""
+"""Export a verdict as FlashInfer-Bench Trace lines: one per workload that was run, and for a
+candidate rejected before anything ran (policy, static, compile), one per workload with the
+status that stopped it, as FlashInfer-Bench records a solution that never ran."""
 
 from __future__ import annotations
 
@@ -29,14 +31,24 @@ def _status(verdict: Verdict, trials: list[dict[str, Any]]) -> EvaluationStatus:
 def to_traces(verdict: Verdict, workloads: list[WorkloadTrace]) -> list[Trace]:
     env = TraceEnvironment(hardware=verdict.environment.device, libs={
         "torch": verdict.environment.torch, "triton": verdict.environment.triton or "",
-        "sandboxharness": verdict.environment.harness_version})
+        "sandboxharness": verdict.environment.harness_version,
+        "sandboxharness.policy": verdict.policy.sha256})
     by_uuid = {w.workload.uuid: w for w in workloads}
     corr = verdict.stage(Stage.CORRECTNESS)
     bench = verdict.stage(Stage.BENCHMARK)
     perf_by = {w["workload"]: w for w in (bench.details.get("workloads", []) if bench else [])}
     log = "; ".join(f"{r.code.value}: {r.message}" for r in verdict.reasons)[:4000]
+    cases = corr.details.get("cases", []) if corr else []
+    if not cases and verdict.reasons:  # stopped before any call: every workload says why
+        status = _STATUS.get(verdict.reasons[0].code.value, "RUNTIME_ERROR")
+        if status == "INCORRECT_NUMERICAL":  # needs errors it never measured
+            status = "RUNTIME_ERROR"
+        return [Trace(definition=verdict.definition.name, workload=w.workload,
+                      solution=verdict.candidate.name, evaluation=Evaluation(
+                          status=status, environment=env, timestamp=verdict.finished_at,
+                          log=log)) for w in workloads]
     traces = []
-    for case in (corr.details.get("cases", []) if corr else []):
+    for case in cases:
         wl = by_uuid.get(case["workload"])
         if wl is None:
             continue  # held-out sizes have no workload entry to attach to

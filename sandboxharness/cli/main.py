@@ -173,8 +173,10 @@ def _register_optional() -> None:
     except ImportError:
         pass
     from .examples_cmd import examples
+    from .run_cmd import run as run_local
 
     app.command(name="examples")(examples)
+    app.command(name="run")(run_local)
 
 
 _register_optional()

@@ -28,6 +28,7 @@ from ..worker.protocol import (
     Sample,
     TimedReply,
 )
+from .lanes import NO_LANE, GpuLane
 from .session import WorkerSession
 
 OnProgress = Callable[[Progress, float], None]
@@ -59,20 +60,24 @@ def hello_for_baseline(entry_file: str, *, env_in_out: Mapping[str, str] | None 
 class WorkerClient:
     """Typed ops over one worker's session. Every method raises ``KernelFault`` as
     ``WorkerSession.request`` does; a failed hello with COMPILE_ERROR, any other op with
-    RUNTIME_ERROR."""
+    RUNTIME_ERROR. GPU work holds the lane shared; a timed batch holds it exclusive."""
 
-    def __init__(self, session: WorkerSession) -> None:
+    def __init__(self, session: WorkerSession, lane: GpuLane = NO_LANE) -> None:
         self.session = session
+        self.lane = lane
 
     def hello(self, hello: Hello, *, device: str, timeout_s: float) -> HelloReply:
         """Load (or build) the role's code; the job's paths are the sandbox's view."""
         paths = self.session.paths
         msg = hello.for_job(src=paths.src, data=paths.data, out=paths.out, device=device)
-        reply = self.session.request(msg.to_wire(), timeout_s, fail_code=ReasonCode.COMPILE_ERROR)
+        with self.lane.shared():
+            reply = self.session.request(msg.to_wire(), timeout_s,
+                                         fail_code=ReasonCode.COMPILE_ERROR)
         return HelloReply.from_wire(reply)
 
     def call(self, call: Call, *, timeout_s: float) -> CallReply:
-        return CallReply.from_wire(self.session.request(call.to_wire(), timeout_s))
+        with self.lane.shared():
+            return CallReply.from_wire(self.session.request(call.to_wire(), timeout_s))
 
     def sample(self, call: Call, repeat: Repeat, *, timeout_s: float) -> CallReply:
         """A ``call`` and its repeats. The reply's ``bound`` holds the first call's digests as
@@ -82,8 +87,9 @@ class WorkerClient:
         def bound_frame(frame: dict[str, object], _at: float) -> None:
             first.update(Progress.from_wire(frame).digests)
 
-        raw = self.session.request(Sample(call, repeat).to_wire(), timeout_s,
-                                   on_progress=bound_frame, max_progress=1)
+        with self.lane.shared():
+            raw = self.session.request(Sample(call, repeat).to_wire(), timeout_s,
+                                       on_progress=bound_frame, max_progress=1)
         reply = CallReply.from_wire(raw)
         rep = protocol.digests(raw.get("bound"), ("rep",))
         return replace(reply, bound={**first, **rep})
@@ -93,20 +99,23 @@ class WorkerClient:
                                                            timeout_s))
 
     def prepare(self, prepare: Prepare, *, timeout_s: float) -> None:
-        self.session.request(prepare.to_wire(), timeout_s)
+        with self.lane.shared():
+            self.session.request(prepare.to_wire(), timeout_s)
 
     def timed(self, seeds: list[int], *, timeout_s: float, on_progress: OnProgress) -> TimedReply:
         """One timed call per seed; each sends ``ready``, ``done`` and ``bound`` frames."""
         def frame(raw: dict[str, object], at: float) -> None:
             on_progress(Progress.from_wire(raw), at)
 
-        reply = self.session.request(protocol.Timed(seeds).to_wire(), timeout_s,
-                                     on_progress=frame, max_progress=3 * len(seeds))
+        with self.lane.exclusive():  # nothing else of the harness on this GPU meanwhile
+            reply = self.session.request(protocol.Timed(seeds).to_wire(), timeout_s,
+                                         on_progress=frame, max_progress=3 * len(seeds))
         return TimedReply.from_wire(reply)
 
     def dump(self, indices: list[int], paths: list[str], *, timeout_s: float) -> DumpReply:
-        return DumpReply.from_wire(self.session.request(Dump(indices, paths).to_wire(),
-                                                        timeout_s))
+        with self.lane.shared():
+            return DumpReply.from_wire(self.session.request(Dump(indices, paths).to_wire(),
+                                                            timeout_s))
 
     def bye(self, *, timeout_s: float) -> None:
         """Ask the worker to leave and wait for its answer (``close`` does not wait)."""

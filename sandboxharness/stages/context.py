@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from ..models import Definition, Policy, Solution, Stage, StageResult, WorkloadTrace
 from ..sandbox.interface import Sandbox
+from .lanes import NO_LANE, GpuLane
 
 GPU_LANGUAGES = frozenset({"cuda", "cpp", "tilelang"})
 
@@ -42,6 +43,8 @@ class EvaluationContext:
     device: str  # "cuda" or "cpu"
     root: Path  # the private job directory of this evaluation
     blob_root: Path | None = None
+    lane: GpuLane = NO_LANE
+    """The GPU this evaluation's jobs use and share (``stages.lanes``)."""
 
     @property
     def language(self) -> str:

@@ -21,6 +21,7 @@ from ..sandbox.interface import ExitInfo, JobSpec, Sandbox
 from ..worker.protocol import Call, CallReply, Digests, Hello, Prepare, Progress, Repeat, Step
 from .cases import Case, derive_seed
 from .client import WorkerClient
+from .lanes import NO_LANE, GpuLane
 from .session import KernelFault, WorkerSession
 
 EXTRA_WARMUP = 3
@@ -100,6 +101,7 @@ class Plan:
     sampled: dict[str, list[int]] = field(default_factory=dict)
     """Reference only: which timed-call indices of each bench case the candidate dumped."""
     sample: dict[str, Repeat] = field(default_factory=dict)
+    lane: GpuLane = NO_LANE
     """Candidate only: case id -> how the first trial's call is repeated (a ``sample``
     request: stochastic outputs; see ``stages.repeats``)."""
 
@@ -118,7 +120,8 @@ def run_role(sandbox: Sandbox, job: JobSpec, hello: Hello, plan: Plan,
     run = RoleRun(role=job.role)
     t_start = time.monotonic()
     proc = sandbox.start(job, deadline_s=lim.compile_timeout_s + lim.run_timeout_s)
-    worker = WorkerClient(WorkerSession(proc, lim.compile_timeout_s + lim.run_timeout_s))
+    worker = WorkerClient(WorkerSession(proc, lim.compile_timeout_s + lim.run_timeout_s),
+                          plan.lane)
     out_dir = proc.paths.out
     phase = "compile"
     try:

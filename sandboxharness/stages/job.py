@@ -124,6 +124,7 @@ def _job(ctx: EvaluationContext, role: str, data_dir: Path) -> JobSpec:
         env = gpu_env()
     else:
         env = {"TRITON_INTERPRET": "1"}
+    env.update(ctx.lane.env())
     return job_spec(ctx.root / role, data_dir=data_dir, policy=ctx.policy, env=env,
                     gpu=ctx.on_gpu)
 
@@ -136,7 +137,7 @@ def execute(ctx: EvaluationContext) -> Execution:
     limits.check_plan(cases, ctx.policy, getattr(ctx.sandbox, "out_quota_mb", None))
     plan = Plan(cases=cases, bench_cases=[c for c in cases if not c.heldout],
                 trials=ctx.policy.correctness.trials, seed=ctx.seed, device=ctx.device,
-                policy=ctx.policy)
+                policy=ctx.policy, lane=ctx.lane)
     cand_job = _job(ctx, "candidate", data_dir)
     write_sources(cand_job.src_dir, solution_files(ctx.solution))
     sample = {c.id: req for c in cases

@@ -33,6 +33,7 @@ from .cases import Case, derive_seed
 from .client import WorkerClient, hello_for_candidate
 from .context import EvaluationContext, Needs, SoFar, skipped
 from .job import Execution, execution, job_spec, solution_files
+from .lanes import GpuLane
 from .sanitizer_report import TOOL_BROKEN, SanitizerFinding, parse
 from .session import KernelFault, WorkerSession
 
@@ -87,7 +88,8 @@ def _job(ctx: EvaluationContext, tool: str, run: Execution, exe: str) -> JobSpec
             "--print-limit", str(rules.print_limit), "--log-file", f"../out/{SANITIZER_LOG}",
             "--show-backtrace", "device"]
     base_env = compile_cuda.gpu_env() if ctx.on_gpu else {"TRITON_INTERPRET": "1"}  # cpu: tests
-    env = {**base_env, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1", SANITIZER_ENV: json.dumps(argv)}
+    env = {**base_env, **ctx.lane.env(), "PYTORCH_NO_CUDA_MEMORY_CACHING": "1",
+           SANITIZER_ENV: json.dumps(argv)}
     job = job_spec(ctx.root / f"sanitizer-{tool}", data_dir=run.data_dir, policy=ctx.policy,
                    env=env, gpu=ctx.on_gpu)
     write_sources(job.src_dir, solution_files(ctx.solution))
@@ -96,12 +98,12 @@ def _job(ctx: EvaluationContext, tool: str, run: Execution, exe: str) -> JobSpec
 
 
 def _drive(run: ToolRun, hello: Hello, case: Case, seed: int, *, policy: Policy,
-           deadline: float, device: str) -> None:
+           deadline: float, device: str, lane: GpuLane) -> None:
     """hello (build/load) -> one call -> bye -> wait for the sanitizer to write its report."""
     if run.proc is None:
         return
     session = WorkerSession(run.proc, max(deadline - time.monotonic(), 1.0))
-    worker = WorkerClient(session)
+    worker = WorkerClient(session, lane)
     t0 = time.monotonic()
 
     def left() -> float:
@@ -206,7 +208,7 @@ def run_tools(ctx: EvaluationContext, run: Execution, *,
 
     def one(r: ToolRun) -> None:
         _drive(r, hello, case, call_seed, policy=ctx.policy, deadline=deadline,
-               device=ctx.device)
+               device=ctx.device, lane=ctx.lane)
 
     if rules.parallel:
         for r in runs:  # processes start here, in this thread; only the driving is threaded

@@ -20,6 +20,7 @@ import atexit
 import os
 import shutil
 import tempfile
+import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,9 @@ def adapter(fi_api: str | None) -> str | None:
     return _ADAPTERS.get(fi_api or "")
 
 
+_FLASHINFER_DIR = threading.Lock()
+
+
 def _cache_dir() -> Path:
     global _cache_root
     shared = os.environ.get(CACHE_ENV)
@@ -73,11 +77,18 @@ def _cache_dir() -> Path:
 def run_flashinfer(ctx: EvaluationContext, run: Execution, env: dict[str, str]
                    ) -> tuple[RoleRun | None, str]:
     """Time the FlashInfer baseline; (None, why) when there is none or it cannot run here."""
-    definition, policy = ctx.definition, ctx.policy
+    definition = ctx.definition
     source = adapter(definition.fi_api)
     if source is None:
         return None, (f"no adapter for fi_api {definition.fi_api!r}" if definition.fi_api
                       else "the definition names no fi_api")
+    with _FLASHINFER_DIR:  # one job at a time uses the persistent directory
+        return _run_flashinfer(ctx, run, env, source)
+
+
+def _run_flashinfer(ctx: EvaluationContext, run: Execution, env: dict[str, str], source: str
+                    ) -> tuple[RoleRun | None, str]:
+    policy = ctx.policy
     # one directory per harness process: src and out persist (out holds FlashInfer's JIT
     # workspace, so only the first evaluation pays the build), tmp is fresh per job
     base = _cache_dir() / "flashinfer"
@@ -116,7 +127,7 @@ def extend_benchmark(ctx: EvaluationContext, run: Execution
     runs: dict[str, RoleRun] = {"reference": run.ref}
     notes: dict[str, str] = {}
     if "flashinfer" in policy.benchmark.baselines:
-        fi, why = run_flashinfer(ctx, run, compile_cuda.gpu_env())
+        fi, why = run_flashinfer(ctx, run, {**compile_cuda.gpu_env(), **ctx.lane.env()})
         if fi is not None:
             runs["flashinfer"] = fi
         else:

@@ -1,0 +1,100 @@
+"""The dataset's trace files: appended whole lines only, read back for ``--resume``.
+
+A run appends each candidate's traces to ``traces/<op_type>/<definition>.jsonl`` in ONE
+``write`` of whole lines followed by ``fsync``; only the coordinator writes. A line cut by a
+crash (no final newline) is dropped before the next append, so a file never holds half a
+trace for FlashInfer-Bench to choke on and no whole line is ever lost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+
+from ..models.trace import Trace
+
+HARNESS_LIB = "sandboxharness"
+POLICY_LIB = "sandboxharness.policy"
+"""``evaluation.environment.libs`` keys: the harness version and the policy's sha256, the two
+things ``--resume`` requires to match before it reuses a trace."""
+
+
+def repair(path: Path) -> int:
+    """Drop a trailing partial line; returns the bytes removed."""
+    if not path.is_file():
+        return 0
+    with path.open("rb+") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        if size == 0:
+            return 0
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
+            return 0
+        # walk back to the last newline, in blocks
+        pos = size
+        while pos > 0:
+            step = min(65536, pos)
+            fh.seek(pos - step)
+            block = fh.read(step)
+            cut = block.rfind(b"\n")
+            if cut >= 0:
+                keep = pos - step + cut + 1
+                break
+            pos -= step
+        else:
+            keep = 0
+        fh.truncate(keep)
+        fh.flush()
+        os.fsync(fh.fileno())
+        return size - keep
+
+
+class TraceWriter:
+    """One writer for a run's trace files (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._repaired: set[Path] = set()
+
+    def append(self, path: Path, traces: Iterable[Trace]) -> int:
+        data = "".join(t.model_dump_json() + "\n" for t in traces).encode("utf-8")
+        if not data:
+            return 0
+        with self._lock:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path not in self._repaired:
+                repair(path)
+                self._repaired.add(path)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        return data.count(b"\n")
+
+
+def traced(path: Path, *, harness: str, policy_sha256: str) -> set[tuple[str, str]]:
+    """(solution, workload uuid) pairs already traced in ``path`` by this harness version under
+    this policy. Lines that are not ours (another tool's traces) or do not parse are ignored:
+    resuming re-runs what it cannot prove was done."""
+    done: set[tuple[str, str]] = set()
+    if not path.is_file():
+        return done
+    with path.open("rb") as fh:
+        for raw in fh:
+            if not raw.endswith(b"\n"):
+                break  # a torn last line: not done
+            try:
+                obj = json.loads(raw)
+                libs = obj["evaluation"]["environment"]["libs"]
+                if libs.get(HARNESS_LIB) == harness and libs.get(POLICY_LIB) == policy_sha256:
+                    done.add((str(obj["solution"]), str(obj["workload"]["uuid"])))
+            except (ValueError, KeyError, TypeError, AttributeError):
+                continue
+    return done
