@@ -13,7 +13,7 @@ for p in manylinux_2_34_x86_64 manylinux_2_28_x86_64 manylinux_2_27_x86_64 manyl
 done
 pip install -q --no-compile --target "$T/site" "${PLAT[@]}" "semgrep==1.185.0" "bandit==1.9.4" \
   "pydantic>=2.7,<3" "pyyaml>=6" "rfc8785>=0.1.4" "structlog>=24" "cryptography>=42" \
-  "pyseccomp>=0.1.2" "orjson>=3.9" "typing-extensions>=4.16"
+  "pyseccomp>=0.1.2" "orjson>=3.9" "typing-extensions>=4.16" "nvidia-ml-py>=12"
 # torch 2.11 (cu130) on the device already brings cuda-bindings and libcupti
 pip install -q --no-compile --no-deps --upgrade --target "$T/site" "${PLAT[@]}" \
   "cupti-python==13.0.1" apache-tvm-ffi flashinfer-bench

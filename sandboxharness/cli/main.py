@@ -7,17 +7,16 @@ ANSI escapes (``errors.one_line``), at most ``errors.MAX_LINE`` characters."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 import typer
 
-from ..errors import HarnessError, InputError, Interrupted, one_line
+from ..errors import InputError, Interrupted, one_line
 from . import signals
-from .output import dumps, write_atomic
+from .output import dumps, eprint, fail, write_atomic
 from .render import console
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -25,22 +24,6 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 # not on a terminal: no width limit and no wrapping (a CI log keeps every reason whole)
 err = console(stderr=True)
 out = console()
-
-
-def eprint(line: str) -> None:
-    """Plain stderr, one line: rich would wrap a long path onto a second line."""
-    print(one_line(line), file=sys.stderr, flush=True)
-
-
-def fail(exc: BaseException) -> NoReturn:
-    """One line, no traceback; the exit code says which family failed."""
-    if isinstance(exc, HarnessError):
-        eprint(f"error: {exc}")
-        raise typer.Exit(exc.exit_code)
-    eprint(f"internal error: {type(exc).__name__}: {exc}")
-    if os.environ.get("SANDBOXHARNESS_DEBUG"):
-        raise exc
-    raise typer.Exit(3)
 
 
 @app.command()

@@ -1,4 +1,4 @@
-"""What the commands write: files whole or not at all, and compact JSON.
+"""What the commands write: files whole or not at all, compact JSON, one-line errors.
 
 Its own module so that every command (and ``audit_hook``) can use it without importing
 ``main``, which imports the commands.
@@ -8,9 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
+
+import typer
+
+from ..errors import HarnessError, one_line
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -30,3 +35,19 @@ def write_atomic(path: Path, text: str) -> None:
 
 def dumps(obj: Any) -> str:
     return json.dumps(obj, indent=None, separators=(",", ":"), allow_nan=True)
+
+
+def eprint(line: str) -> None:
+    """Plain stderr, one line: rich would wrap a long path onto a second line."""
+    print(one_line(line), file=sys.stderr, flush=True)
+
+
+def fail(exc: BaseException) -> NoReturn:
+    """One line, no traceback; the exit code says which family failed."""
+    if isinstance(exc, HarnessError):
+        eprint(f"error: {exc}")
+        raise typer.Exit(exc.exit_code)
+    eprint(f"internal error: {type(exc).__name__}: {exc}")
+    if os.environ.get("SANDBOXHARNESS_DEBUG"):
+        raise exc
+    raise typer.Exit(3)

@@ -65,7 +65,8 @@ def run(  # noqa: PLR0913  (typer: one parameter per CLI flag)
     from ..dataset import RunOptions, run_dataset
     from ..intake import load_policy
     from . import audit_hook, signals
-    from .main import err, fail
+    from .output import fail
+    from .render import console
     from .run_progress import LEVELS, Progress, RunLog
 
     log: RunLog | None = None
@@ -81,6 +82,7 @@ def run(  # noqa: PLR0913  (typer: one parameter per CLI flag)
                              solutions=_names(solutions),
                              hidden_paths=audit_hook.secret_paths(audit_log, signing_key))
         log = RunLog(log_file, log_level) if log_file is not None else None
+        err = console(stderr=True)
         progress = Progress(err, total=0, live=err.is_terminal and not json_out)
 
         def on_event(event: RunEvent) -> None:
