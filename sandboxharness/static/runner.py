@@ -25,6 +25,9 @@ from .semgrep import SemgrepAnalyzer
 
 __all__ = ["StaticReport", "analyzers_for", "is_blocking", "run_static", "scan_files"]
 
+Scanned = tuple[dict[str, str], dict[str, float]]
+"""What a scan adds to a report besides findings: tool versions and durations by analyser."""
+
 
 @dataclass(frozen=True)
 class StaticReport:
@@ -41,6 +44,9 @@ class StaticReport:
     (which are in ``findings`` and ``blocking`` too)."""
     flagged: list[Finding] = field(default_factory=list)
     """The analysers' findings (same objects) at or over the policy's threshold."""
+    batch: int = 1
+    """How many candidates the analysers ran over together (``run_static_batch``); the
+    analysers' ``durations`` are the batch's divided evenly among them."""
 
     @property
     def passed(self) -> bool:
@@ -58,13 +64,17 @@ def analyzers_for(rules: StaticRules, language: Language | None = None) -> list[
     Python (a Triton or CUDA solution), torch compute calls in its Python are findings."""
     out: list[Analyzer] = []
     if rules.ast_rules:
-        out.append(AstAnalyzer(forbid_torch_compute=language is not None
-                               and language != Language.PYTHON))
+        out.append(AstAnalyzer(forbid_torch_compute=forbids_torch_compute(language)))
     if rules.bandit:
         out.append(BanditAnalyzer())
     if rules.semgrep:
         out.append(SemgrepAnalyzer())
     return out
+
+
+def forbids_torch_compute(language: Language | None) -> bool:
+    """Whether the AST rules treat torch compute calls as findings for this language."""
+    return language is not None and language != Language.PYTHON
 
 
 def scan_files(root: Path, paths: Sequence[str], analyzers: Sequence[Analyzer],
@@ -78,27 +88,47 @@ def scan_files(root: Path, paths: Sequence[str], analyzers: Sequence[Analyzer],
     tools: dict[str, str] = {}
     durations: dict[str, float] = {}
     for analyzer in analyzers:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise ToolError(f"static analysis ran past its {timeout_s:g} s budget before "
-                            f"{analyzer.name}")
-        t0 = time.monotonic()
-        findings.extend(analyzer.scan(root, list(paths), left))
-        durations[analyzer.name] = round(time.monotonic() - t0, 3)
-        tools[analyzer.name] = analyzer.version()
+        found, tools[analyzer.name], spent = scan_one(analyzer, root, paths, deadline=deadline,
+                                                      budget_s=timeout_s)
+        findings.extend(found)
+        durations[analyzer.name] = round(spent, 3)
     return findings, tools, durations
+
+
+def scan_one(analyzer: Analyzer, root: Path, paths: Sequence[str], *, deadline: float,
+             budget_s: float) -> tuple[list[Finding], str, float]:
+    """One analyser's run with what is left before ``deadline`` (of ``budget_s`` in all):
+    (findings, its version, seconds spent)."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise ToolError(f"static analysis ran past its {budget_s:g} s budget before "
+                        f"{analyzer.name}")
+    t0 = time.monotonic()
+    found = analyzer.scan(root, list(paths), left)
+    spent = time.monotonic() - t0
+    return found, analyzer.version(), spent
 
 
 def _key(f: Finding) -> tuple[str, int, str, str, str]:
     return (f.path, f.line, f.tool, f.rule_id, f.message)
 
 
-def run_static(solution: Solution, definition: Definition | None, policy: Policy,
-               workdir: Path, *, analyzers: Sequence[Analyzer] | None = None) -> StaticReport:
-    """Write ``solution``'s sources into a fresh private directory under ``workdir`` and
-    analyse them. ``analyzers`` overrides the policy's choice (tests, custom tool paths)."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    root = Path(tempfile.mkdtemp(prefix="sources-", dir=workdir))
+@dataclass(frozen=True)
+class Prepared:
+    """One solution's sources written under ``root`` and judged by the policy's source rules:
+    what ``run_static`` and ``run_static_batch`` both start from."""
+
+    root: Path
+    paths: list[str]
+    """The files written (valid UTF-8), relative to ``root``, in the solution's order."""
+    violations: list[Violation]
+    policy_s: float
+
+
+def prepare(root: Path, solution: Solution, definition: Definition | None,
+            policy: Policy) -> Prepared:
+    """Write ``solution``'s sources under ``root`` (an empty private directory) and collect
+    its policy violations (UTF-8, a scannable entry, imports and the other source rules)."""
     t0 = time.monotonic()
     violations, paths = _write_sources(root, solution)
     entry = solution.spec.entry_file
@@ -106,19 +136,42 @@ def run_static(solution: Solution, definition: Definition | None, policy: Policy
                                     source_kind(entry) == "python")) is not None:
         violations.append(v)
     violations += policy_violations(root, paths, policy, definition)
-    durations = {"policy": round(time.monotonic() - t0, 3)}
-    chosen = (analyzers_for(policy.static, solution.spec.language) if analyzers is None
-              else list(analyzers))
-    found, tools, spent = scan_files(root, paths, chosen, policy.static.timeout_s)
-    durations.update(spent)
-    pairs = sorted(((as_finding(v), v) for v in violations), key=lambda p: _key(p[0]))
+    return Prepared(root=root, paths=paths, violations=violations,
+                    policy_s=round(time.monotonic() - t0, 3))
+
+
+def assemble(prepared: Prepared, found: list[Finding], scanned: Scanned, policy: Policy, *,
+             batch: int = 1) -> StaticReport:
+    """The report from the analysers' ``found`` findings (paths relative to the solution's
+    root) and the solution's violations; ``scanned`` is (tool versions, analyser durations)."""
+    tools, spent = scanned
+    pairs = sorted(((as_finding(v), v) for v in prepared.violations), key=lambda p: _key(p[0]))
     threshold = FindingThreshold(policy.static)
     flagged = {id(f) for f in found if threshold.blocks(f)}
     findings = sorted([f for f, _ in pairs] + found, key=_key)
     blocking_ids = flagged | {id(f) for f, _ in pairs}
     return StaticReport(findings=findings, blocking=[f for f in findings if id(f) in blocking_ids],
-                        tools=tools, durations=durations, violations=[v for _, v in pairs],
-                        flagged=[f for f in findings if id(f) in flagged])
+                        tools=dict(tools), durations={"policy": prepared.policy_s, **spent},
+                        violations=[v for _, v in pairs],
+                        flagged=[f for f in findings if id(f) in flagged], batch=batch)
+
+
+def private_root(workdir: Path) -> Path:
+    """A fresh 0700 directory under ``workdir`` for sources only our analysers read."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix="sources-", dir=workdir))
+
+
+def run_static(solution: Solution, definition: Definition | None, policy: Policy,
+               workdir: Path, *, analyzers: Sequence[Analyzer] | None = None) -> StaticReport:
+    """Write ``solution``'s sources into a fresh private directory under ``workdir`` and
+    analyse them. ``analyzers`` overrides the policy's choice (tests, custom tool paths)."""
+    prepared = prepare(private_root(workdir), solution, definition, policy)
+    chosen = (analyzers_for(policy.static, solution.spec.language) if analyzers is None
+              else list(analyzers))
+    found, tools, spent = scan_files(prepared.root, prepared.paths, chosen,
+                                     policy.static.timeout_s)
+    return assemble(prepared, found, (tools, spent), policy)
 
 
 def _write_sources(root: Path, solution: Solution) -> tuple[list[Violation], list[str]]:
