@@ -59,6 +59,8 @@ def to_traces(verdict: Verdict, workloads: list[WorkloadTrace]) -> list[Trace]:
             correctness = Correctness(max_absolute_error=max((o["max_abs"] for o in outs), default=0),
                                       max_relative_error=max((o["max_rel"] for o in outs), default=0))
         perf = perf_by.get(case["workload"], {})
+        flag = (perf.get("gpu_state") or {}).get("flag")  # NVML saw the window unsteady
+        case_log = f"{log}; gpu: {flag}"[:4000] if flag else log
         if status == "PASSED":  # FIB: a PASSED evaluation always carries performance
             performance = Performance(
                 latency_ms=perf.get("candidate", {}).get("median_ms", 0.0),
@@ -67,5 +69,5 @@ def to_traces(verdict: Verdict, workloads: list[WorkloadTrace]) -> list[Trace]:
         traces.append(Trace(definition=verdict.definition.name, workload=wl.workload,
                             solution=verdict.candidate.name, evaluation=Evaluation(
                                 status=status, environment=env, timestamp=verdict.finished_at,
-                                log=log, correctness=correctness, performance=performance)))
+                                log=case_log, correctness=correctness, performance=performance)))
     return traces

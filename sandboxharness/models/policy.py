@@ -196,6 +196,9 @@ class BenchmarkRules(FrozenModel):
     (every input and output byte once, over the measured copy bandwidth) is physically
     impossible and rejects (``IMPLAUSIBLE_SPEED``). Only where that bound is a true lower
     bound (no index/offset or blob inputs); elsewhere recorded only. None: record only."""
+    unsteady_gpu: Literal["flag", "retime"] = "flag"
+    """GPU: a timing window in which the GPU throttled or another process used it (NVML) is
+    recorded with its flag; ``retime`` times that workload once more and keeps the second."""
     baselines: list[Literal["flashinfer"]] = Field(
         default_factory=lambda: list[Literal["flashinfer"]](["flashinfer"]))
     """GPU: baselines timed in the same run besides the reference (the FlashInfer function of

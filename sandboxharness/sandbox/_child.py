@@ -46,6 +46,9 @@ def reap_all() -> None:
 
 
 class _Child(SandboxedProcess):
+    def host_pids(self) -> list[int]:
+        return [self._proc.pid]  # the launcher: the worker is its descendant
+
     def __init__(self, launch: Launch, deadline_s: float) -> None:
         job = launch.job
         self.paths = launch.paths

@@ -104,6 +104,13 @@ class Container(SandboxedProcess):
             pass  # gone or refused: kill() below reaps and reports what the engine knows
         return self.kill()
 
+    def host_pids(self) -> list[int]:
+        try:
+            pid = int(self._api.inspect_container(self._id)["State"]["Pid"])
+        except Exception:  # noqa: BLE001  gone or unreachable: nothing to tell apart
+            return []
+        return [pid] if pid > 0 else []
+
     def _running(self) -> bool:
         try:
             return bool(self._api.inspect_container(self._id)["State"]["Running"])

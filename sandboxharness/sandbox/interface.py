@@ -71,6 +71,10 @@ class SandboxedProcess(abc.ABC):
     def recv(self, max_bytes: int, timeout: float) -> bytes:
         """Up to ``max_bytes`` from the reply channel; ``b''`` at EOF; ``TimeoutError`` if none."""
 
+    def host_pids(self) -> list[int]:
+        """Host pids whose descendants are this job (for telling its GPU use from others')."""
+        return []
+
     @abc.abstractmethod
     def kill(self) -> ExitInfo:
         """Kill the whole process tree (idempotent), reap it, return how it ended."""

@@ -7,8 +7,10 @@ and none of them is trusted (the stages judge the files and the host's own clock
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from ..models import Solution
 from ..models.verdict import ReasonCode
@@ -28,11 +30,20 @@ from ..worker.protocol import (
     Sample,
     TimedReply,
 )
+from . import hwstate
 from .lanes import NO_LANE, GpuLane
 from .session import WorkerSession
 
 OnProgress = Callable[[Progress, float], None]
 """Gets each progress frame of a ``timed`` batch with the host's clock at its arrival."""
+
+
+@dataclass(frozen=True)
+class TimedBatch:
+    reply: TimedReply
+    gpu_state: dict[str, Any] = field(default_factory=dict)
+    """The GPU around the window (``hwstate`` summary: clocks, throttling, other processes);
+    empty on CPU."""
 
 
 def hello_for_candidate(solution: Solution) -> Hello:
@@ -65,11 +76,13 @@ class WorkerClient:
     def __init__(self, session: WorkerSession, lane: GpuLane = NO_LANE) -> None:
         self.session = session
         self.lane = lane
+        self.device = "cpu"
 
     def hello(self, hello: Hello, *, device: str, timeout_s: float) -> HelloReply:
         """Load (or build) the role's code; the job's paths are the sandbox's view."""
         paths = self.session.paths
         msg = hello.for_job(src=paths.src, data=paths.data, out=paths.out, device=device)
+        self.device = device
         with self.lane.shared():
             reply = self.session.request(msg.to_wire(), timeout_s,
                                          fail_code=ReasonCode.COMPILE_ERROR)
@@ -102,15 +115,26 @@ class WorkerClient:
         with self.lane.shared():
             self.session.request(prepare.to_wire(), timeout_s)
 
-    def timed(self, seeds: list[int], *, timeout_s: float, on_progress: OnProgress) -> TimedReply:
-        """One timed call per seed; each sends ``ready``, ``done`` and ``bound`` frames."""
+    def timed(self, seeds: list[int], *, timeout_s: float, on_progress: OnProgress) -> TimedBatch:
+        """One timed call per seed; each sends ``ready``, ``done`` and ``bound`` frames. On a
+        GPU the lane is held exclusive and NVML watches the window."""
         def frame(raw: dict[str, object], at: float) -> None:
             on_progress(Progress.from_wire(raw), at)
 
+        msg = protocol.Timed(seeds).to_wire()
         with self.lane.exclusive():  # nothing else of the harness on this GPU meanwhile
-            reply = self.session.request(protocol.Timed(seeds).to_wire(), timeout_s,
-                                         on_progress=frame, max_progress=3 * len(seeds))
-        return TimedReply.from_wire(reply)
+            if self.device == "cpu":
+                reply = self.session.request(msg, timeout_s, on_progress=frame,
+                                             max_progress=3 * len(seeds))
+                return TimedBatch(TimedReply.from_wire(reply))
+            # NVML numbers GPUs in PCI order; CUDA_DEVICE_ORDER=PCI_BUS_ID keeps them one.
+            # This harness's own jobs are known (the lane holds their requests off); any other
+            # process with a context on the GPU is foreign.
+            with hwstate.open_window(self.lane.index or 0,
+                                     [os.getpid(), *self.session.proc.host_pids()]) as window:
+                reply = self.session.request(msg, timeout_s, on_progress=frame,
+                                             max_progress=3 * len(seeds))
+        return TimedBatch(TimedReply.from_wire(reply), window.summary())
 
     def dump(self, indices: list[int], paths: list[str], *, timeout_s: float) -> DumpReply:
         with self.lane.shared():

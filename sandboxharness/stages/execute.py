@@ -74,6 +74,10 @@ class BenchResult:
     """How the worker says it timed (GPU): informational, never trusted for a decision."""
     calls: list[TimedCall] = field(default_factory=list)
     dumped: dict[int, Digests] = field(default_factory=dict)
+    gpu_state: dict[str, Any] = field(default_factory=dict)
+    """The GPU during the window (``stages.hwstate``); empty on CPU."""
+    retimed: str | None = None
+    """Why the batch was timed again (the first window's flag), if it was."""
 
 
 @dataclass
@@ -244,12 +248,19 @@ def _benches(worker: WorkerClient, run: RoleRun, plan: Plan, out_dir: str, role:
     rng = secrets.SystemRandom()
     for case in plan.bench_cases:
         bench = BenchResult(case, plan.bench_seeds(case))
-        worker.prepare(Prepare(case.payload, rules.warmup + rng.randrange(EXTRA_WARMUP + 1),
-                               derive_seed(plan.seed, "warmup", case.id)), timeout_s=timeout)
-        frames = _TimedFrames(len(bench.seeds))
-        t0 = time.monotonic()
-        reply = worker.timed(bench.seeds, timeout_s=timeout, on_progress=frames)
-        bench.host_elapsed_s = time.monotonic() - t0
+        retimed: str | None = None
+        while True:  # at most twice: a window the GPU was not steady in may be timed again
+            worker.prepare(Prepare(case.payload, rules.warmup + rng.randrange(EXTRA_WARMUP + 1),
+                                   derive_seed(plan.seed, "warmup", case.id)), timeout_s=timeout)
+            frames = _TimedFrames(len(bench.seeds))
+            t0 = time.monotonic()
+            batch = worker.timed(bench.seeds, timeout_s=timeout, on_progress=frames)
+            bench.host_elapsed_s = time.monotonic() - t0
+            flag = batch.gpu_state.get("flag")
+            if not flag or retimed is not None or rules.unsteady_gpu != "retime":
+                break
+            retimed = str(flag)
+        reply, bench.gpu_state, bench.retimed = batch.reply, batch.gpu_state, retimed
         times, re_out = reply.times_s, reply.re_out
         if times is None or len(times) != len(bench.seeds) or not all(
             isinstance(t, (int, float)) and t >= 0 for t in times

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from types import ModuleType, TracebackType
 from typing import Any, Protocol
 
-from ...errors import InfrastructureError
+from ..errors import InfrastructureError
 
 THROTTLE_REASONS: dict[int, str] = {
     0x4: "sw_power_cap",

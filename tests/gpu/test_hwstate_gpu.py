@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from sandboxharness.stages.benchmark import hwstate
-from sandboxharness.stages.benchmark.hwstate import HwState
+from sandboxharness.stages import hwstate
+from sandboxharness.stages.hwstate import HwState
 
 pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from sandboxharness.errors import InfrastructureError
-from sandboxharness.stages.benchmark import hwstate
-from sandboxharness.stages.benchmark.hwstate import (
+from sandboxharness.stages import hwstate
+from sandboxharness.stages.hwstate import (
     HwSample,
     HwState,
     Window,
@@ -264,7 +264,7 @@ def test_without_pynvml_open_is_none_with_a_reason(fresh_nvml: None,
 
 def test_importing_the_module_needs_no_pynvml() -> None:
     code = ("import sys; sys.modules['pynvml'] = None; "
-            "import sandboxharness.stages.benchmark.hwstate as h; print(h.decode_throttle(64))")
+            "import sandboxharness.stages.hwstate as h; print(h.decode_throttle(64))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True, cwd=Path(__file__).resolve().parents[2])
     assert out.stdout.strip() == "('hw_thermal',)"

@@ -104,6 +104,10 @@ def judge(definition: Definition, policy: Policy, cand: RoleRun, ref: RoleRun, *
                                  "sampled_checks": sorted(bench.sampled)}
         if bench.clock:
             entry["clock"] = bench.clock
+        if bench.gpu_state:
+            entry["gpu_state"] = bench.gpu_state
+        if bench.retimed:
+            entry["retimed"] = bench.retimed
         rb = ref_bench.get(bench.case.id)
         if rb is not None and rb.times_s:
             rs = summarize(rb.times_s)
