@@ -58,6 +58,8 @@ def run(  # noqa: PLR0913  (typer: one parameter per CLI flag)
     log_file: Annotated[Path | None, typer.Option(help="JSON-lines event log")] = None,
     log_level: Annotated[str, typer.Option(help="debug | info | warning | error")] = "info",
     json_out: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
+    ray: Annotated[str | None, typer.Option("--ray", help="run each candidate as a Ray task on "
+                                            "this cluster: auto or HOST:PORT")] = None,
 ) -> None:
     """Evaluate every solution of a dataset on its definition's workloads; traces go to
     DATASET/traces/. Exit 0 all have verdicts, 2 bad input, 3 harness error."""
@@ -94,8 +96,14 @@ def run(  # noqa: PLR0913  (typer: one parameter per CLI flag)
             with signals.deferred():  # a signal during the append waits for its end
                 audit_hook.record(verdict, audit_log, None, signer)
 
+        executor = None
+        if ray is not None:
+            from ..dataset.ray_exec import RayExecutor
+
+            executor = RayExecutor(ray, local, options)
         with progress:
             summary = run_dataset(local, options, on_event=on_event, record=record,
+                                  executor=executor,
                                   on_plan=lambda n: setattr(progress, "total", n))
     except Exception as exc:  # noqa: BLE001  every failure becomes one line + exit code
         fail(exc)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Protocol
 
 from .._internal import host
-from ..errors import HarnessError, InputError
+from ..errors import HarnessError, InfrastructureError, InputError
 from ..intake import check_pairing
 from ..models import Policy, StageResult, Verdict
 from ..stages.cases import derive_seed, pick_workloads
@@ -106,7 +106,9 @@ Evaluate = Callable[[Task, OnEvent], Verdict]
 
 
 class Executor(Protocol):
-    """Runs ``evaluate`` for every task and yields each outcome as it finishes."""
+    """Runs ``evaluate`` for every task and yields each outcome as it finishes. An executor
+    whose class sets ``remote = True`` evaluates elsewhere (``dataset.ray_exec``): the
+    driver then builds no sandbox backend of its own."""
 
     def run(self, tasks: Sequence[Task], evaluate: Evaluate, on_event: OnEvent
             ) -> Iterator[Outcome]: ...
@@ -227,6 +229,10 @@ def _evaluate(task: Task, pair: tuple[DefinitionEntry, SolutionEntry], run: Data
                             blob_root=run.dataset.root, lane=lane)
 
 
+def _evaluated_elsewhere(task: Task, on_event: OnEvent) -> Verdict:
+    raise InfrastructureError("a remote executor called the driver's evaluator")
+
+
 Record = Callable[[Verdict], None]
 
 
@@ -254,10 +260,12 @@ def run_dataset(root: str | Path, options: RunOptions, *, on_event: OnEvent | No
     summary = RunSummary(seed=run.seed, skipped=done)
     for task in done:
         safe_emit(RunEvent("skip", task))
+    chosen = executor or ThreadExecutor(options.jobs)
+    if evaluate is None and getattr(chosen, "remote", False):
+        evaluate = _evaluated_elsewhere
     if evaluate is None:
         gpus = list(options.gpus) if options.gpus is not None else visible_gpus()
         evaluate = local_evaluator(run, Lanes(gpus))
-    chosen = executor or ThreadExecutor(options.jobs)
     for outcome in chosen.run(todo, evaluate, safe_emit):
         outcome.traces = run.write_traces(outcome)
         if outcome.verdict is not None and record is not None:
