@@ -241,7 +241,7 @@ import triton
 import triton.language as tl
 
 BLOCK = 128
-EPS = 1e-6
+EPS = tl.constexpr(1e-6)  # a jit kernel reads only constexpr globals
 
 
 @triton.jit
