@@ -14,9 +14,11 @@ done
 pip install -q --no-compile --target "$T/site" "${PLAT[@]}" "semgrep==1.185.0" "bandit==1.9.4" \
   "pydantic>=2.7,<3" "pyyaml>=6" "rfc8785>=0.1.4" "structlog>=24" "cryptography>=42" \
   "pyseccomp>=0.1.2" "orjson>=3.9" "typing-extensions>=4.16" "nvidia-ml-py>=12"
-# torch 2.11 (cu130) on the device already brings cuda-bindings and libcupti
-pip install -q --no-compile --no-deps --upgrade --target "$T/site" "${PLAT[@]}" \
-  "cupti-python==13.0.1" apache-tvm-ffi flashinfer-bench
+# torch 2.11 (cu130) on the device already brings cuda-bindings and libcupti. A second
+# `--target --upgrade` into the same tree would replace its bin/ (bandit, semgrep): merge instead
+pip install -q --no-compile --no-deps --target "$T/extra" "${PLAT[@]}" \
+  "cupti-python==13.0.1" apache-tvm-ffi flashinfer-bench "docstring-parser>=0.16"
+cp -r "$T/extra/." "$T/site/"
 rm -rf "$T/site/cupti-python-samples"
 find "$T/site" -name __pycache__ -prune -exec rm -rf {} +
 mkdir -p .whl

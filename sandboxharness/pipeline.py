@@ -58,8 +58,10 @@ class Harness:
 
     def evaluate(self, definition: Definition, solution: Solution,
                  workloads: list[WorkloadTrace], *, seed: int | None = None,
-                 blob_root: Path | None = None, lane: GpuLane = NO_LANE) -> Verdict:
-        """``lane``: the GPU this evaluation uses and shares with others (a dataset run)."""
+                 blob_root: Path | None = None, lane: GpuLane = NO_LANE,
+                 static_report: object = None) -> Verdict:
+        """``lane``: the GPU this evaluation uses and shares with others (a dataset run);
+        ``static_report``: its static analysis, made in a batch with others."""
         started_at = _now()
         seed = secrets.randbits(53) if seed is None else seed  # exact in RFC 8785 JSON
         device = "cuda" if host.device_name() != "cpu" else "cpu"
@@ -71,7 +73,7 @@ class Harness:
         ctx = EvaluationContext(definition=definition, solution=solution,
                                 workloads=tuple(workloads), policy=self.policy,
                                 sandbox=self.sandbox, seed=seed, device=device, root=root,
-                                blob_root=blob_root, lane=lane)
+                                blob_root=blob_root, lane=lane, static_report=static_report)
         try:
             for stage in STAGES:
                 result = stage.run(ctx, so_far)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import secrets
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -31,6 +32,9 @@ from ..stages.lanes import GpuLane, Lanes
 from ..traces import to_traces
 from .layout import Dataset, DefinitionEntry, SolutionEntry, load_dataset, select
 from .tracefile import TraceWriter, traced
+
+STATIC_BATCH = 32
+"""Candidates per static-analysis batch (one process per analyser per batch)."""
 
 
 @dataclass(frozen=True)
@@ -166,6 +170,7 @@ class DatasetRun:
                                  "dataset", where=str(s.path))
             check_pairing(d.definition, s.solution, list(d.workloads), where=str(s.path))
         self.writer = TraceWriter()
+        self.static_reports: dict[str, object] = {}
         self._by_name = {s.solution.name: (d, s) for d, s in self.pairs}
 
     def tasks(self) -> tuple[list[Task], list[Task]]:
@@ -191,6 +196,29 @@ class DatasetRun:
 
     def pair(self, task: Task) -> tuple[DefinitionEntry, SolutionEntry]:
         return self._by_name[task.solution]
+
+    def analyse_sources(self, tasks: Sequence[Task], batch: int = STATIC_BATCH) -> None:
+        """Static analysis for ``tasks`` in batches (one bandit, one semgrep per batch), kept
+        for their static stage. A batch whose tools fail is left to each candidate's own
+        static stage, where a failure is that candidate's alone."""
+        from ..errors import ToolError
+        from ..policy import solution_violations
+        from ..static.batch import run_static_batch
+
+        policy = self.options.policy
+        pairs = [self.pair(t) for t in tasks]
+        # sources the policy refuses are never handed to the analysers
+        todo = [(d, s) for d, s in pairs if not solution_violations(s.solution, policy)]
+        for i in range(0, len(todo), batch):
+            chunk = todo[i:i + batch]
+            with tempfile.TemporaryDirectory(prefix="shx-static-") as tmp:
+                try:
+                    reports = run_static_batch([(s.solution, d.definition) for d, s in chunk],
+                                               policy, Path(tmp))
+                except ToolError:
+                    continue
+            for (_, s), report in zip(chunk, reports, strict=True):
+                self.static_reports[s.solution.name] = report
 
     def write_traces(self, outcome: Outcome) -> int:
         if outcome.verdict is None:
@@ -226,7 +254,8 @@ def _evaluate(task: Task, pair: tuple[DefinitionEntry, SolutionEntry], run: Data
     harness = Harness(run.options.policy, sandbox=sandbox,
                       observer=lambda r: on_event(RunEvent("stage", task, stage=r)))
     return harness.evaluate(d.definition, s.solution, list(d.workloads), seed=task.seed,
-                            blob_root=run.dataset.root, lane=lane)
+                            blob_root=run.dataset.root, lane=lane,
+                            static_report=run.static_reports.get(s.solution.name))
 
 
 def _evaluated_elsewhere(task: Task, on_event: OnEvent) -> Verdict:
@@ -266,6 +295,7 @@ def run_dataset(root: str | Path, options: RunOptions, *, on_event: OnEvent | No
     if evaluate is None:
         gpus = list(options.gpus) if options.gpus is not None else visible_gpus()
         evaluate = local_evaluator(run, Lanes(gpus))
+        run.analyse_sources(todo)
     for outcome in chosen.run(todo, evaluate, safe_emit):
         outcome.traces = run.write_traces(outcome)
         if outcome.verdict is not None and record is not None:

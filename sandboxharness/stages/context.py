@@ -44,6 +44,9 @@ class EvaluationContext:
     root: Path  # the private job directory of this evaluation
     blob_root: Path | None = None
     lane: GpuLane = NO_LANE
+    static_report: Any = None
+    """This solution's static analysis when a scheduler made it in a batch (a
+    ``static.StaticReport``); None: the static stage runs the analysers itself."""
     """The GPU this evaluation's jobs use and share (``stages.lanes``)."""
 
     @property

@@ -9,13 +9,18 @@ from __future__ import annotations
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..models import Definition, Policy, Reason, Solution, Stage, StageResult
 from ..policy import solution_violations, static_code
 
+if TYPE_CHECKING:
+    from ..static import StaticReport
 
-def run(definition: Definition, solution: Solution, policy: Policy,
-        workdir: Path) -> list[StageResult]:
+
+def run(definition: Definition, solution: Solution, policy: Policy, workdir: Path, *,
+        report: StaticReport | None = None) -> list[StageResult]:
+    """``report``: this solution's analysis, already made in a batch (``run_static_batch``)."""
     from ..static import run_static
 
     t0 = time.monotonic()
@@ -27,8 +32,11 @@ def run(definition: Definition, solution: Solution, policy: Policy,
                             details={"reason": "not run: the policy stage rejected the sources"})]
     workdir.mkdir(parents=True, exist_ok=True)
     t1 = time.monotonic()
-    report = run_static(solution, definition, policy, workdir)
-    static_s = time.monotonic() - t1
+    if report is None:
+        report = run_static(solution, definition, policy, workdir)
+        static_s = time.monotonic() - t1
+    else:  # its share of the batch
+        static_s = sum(report.durations.values())
     policy_reasons = [v.reason() for v in report.violations]
     static_reasons = [Reason(code=static_code(f), stage=Stage.STATIC,
                              message=f"{f.tool} {f.rule_id} at {f.location()}: {f.message}")
@@ -41,5 +49,6 @@ def run(definition: Definition, solution: Solution, policy: Policy,
         stage=Stage.STATIC, status="failed" if static_reasons else "passed",
         duration_s=static_s, reasons=static_reasons,
         details={"findings": [asdict(f) for f in report.findings], "tools": report.tools,
-                 "durations_s": report.durations})
+                 "durations_s": report.durations,
+                 **({"batch": report.batch} if report.batch > 1 else {})})
     return [policy_result, static_result]

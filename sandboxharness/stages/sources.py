@@ -9,7 +9,8 @@ from .context import EvaluationContext, Needs, SoFar
 
 def _both(ctx: EvaluationContext, so_far: SoFar) -> list[StageResult]:
     results: list[StageResult] = so_far.shared("precheck", lambda: precheck.run(
-        ctx.definition, ctx.solution, ctx.policy, ctx.root / "static"))
+        ctx.definition, ctx.solution, ctx.policy, ctx.root / "static",
+        report=ctx.static_report))
     return results
 
 

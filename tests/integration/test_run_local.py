@@ -81,6 +81,7 @@ def test_run_local_traces_every_solution_and_fib_reads_them(tmp_path: Path,
     # two workloads each: the rejected-before-running one still says why, per workload
     assert statuses == {"good": {"PASSED"}, "wrong": {"INCORRECT_NUMERICAL"},
                         "shell": {"RUNTIME_ERROR"}}
+    assert any("STATIC_FINDING" in t for t in lines)  # the batch found the shell call
     assert len(lines) == 6
     # FlashInfer-Bench's own loader reads the dataset with our traces
     fib = pytest.importorskip("flashinfer_bench.data")
@@ -108,6 +109,7 @@ def test_resume_skips_what_is_traced_and_reruns_what_is_not(tmp_path: Path,
     first = run_dataset(root, RunOptions(policy=policy, backend="process", seed=7,
                                          solutions=["good"]))
     assert [o.verdict.decision for o in first.outcomes if o.verdict] == ["promote"]
+    assert "batch" not in first.outcomes[0].verdict.stage("static").details  # a batch of one
     again = run_dataset(root, RunOptions(policy=policy, backend="process", seed=7, resume=True))
     assert [t.solution for t in again.skipped] == ["good"]
     assert [o.task.solution for o in again.outcomes] == ["wrong"]
@@ -150,3 +152,20 @@ def test_trace_file_keeps_whole_lines_only(tmp_path: Path) -> None:
     assert repair(path) == len(b'{"no newline at all"')
     assert path.read_bytes() == b""
     assert TraceWriter().append(path, []) == 0
+
+
+def test_static_analysis_runs_once_per_batch_with_the_same_findings(tmp_path: Path,
+                                                                    policy_path: Path) -> None:
+    root = _dataset(tmp_path / "ds", {"good": GOOD, "shell": SHELL, "wrong": WRONG})
+    policy = load_policy(policy_path)
+    batched = run_dataset(root, RunOptions(policy=policy, backend="process", seed=3))
+    statics = {o.task.solution: o.verdict.stage("static") for o in batched.outcomes if o.verdict}
+    assert all(s.details.get("batch") == 3 for s in statics.values())
+    from sandboxharness.intake import load_solution
+    from sandboxharness.static import run_static
+
+    for name, stage in statics.items():  # the same findings as a candidate analysed alone
+        alone = run_static(load_solution(root / "solutions" / "rms_t" / f"{name}.json"), None,
+                           policy, tmp_path / "alone")
+        got = [(f["rule_id"], f["line"]) for f in stage.details["findings"]]
+        assert got == [(f.rule_id, f.line) for f in alone.findings], name
