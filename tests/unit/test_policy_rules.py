@@ -31,7 +31,7 @@ from sandboxharness.policy import (
     solution_violations,
     static_code,
 )
-from sandboxharness.stages import precheck
+from sandboxharness.stages import sources as precheck
 from sandboxharness.static import AstAnalyzer, Finding, run_static
 
 
