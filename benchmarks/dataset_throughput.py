@@ -58,7 +58,13 @@ def _stage_s(verdict: Any, name: str) -> float:
 def _ours(ds: Path, solutions: list[str], jobs: int, policy_path: str | None) -> dict[str, Any]:
     policy = load_policy(policy_path) if policy_path else default_policy()
     t0 = time.monotonic()
-    summary = run_dataset(ds, RunOptions(policy=policy, jobs=jobs, solutions=solutions, seed=1))
+    def progress(event: Any) -> None:  # a cut-off run still says how far it got
+        if event.kind == "done":
+            o = event.outcome
+            print(f"  done {o.task.solution} {o.wall_s:.1f} s", file=sys.stderr, flush=True)
+
+    summary = run_dataset(ds, RunOptions(policy=policy, jobs=jobs, solutions=solutions, seed=1),
+                          on_event=progress)
     wall = time.monotonic() - t0
     rows = []
     for o in summary.outcomes:
@@ -100,10 +106,14 @@ def main() -> None:
                 name = "FIB isolated" if isolated else "FIB persistent"
                 results.append((name, _fib(_copy(args.dataset, base, name.replace(" ", "-")),
                                            sols, isolated)))
+                print(f"  {name}: {results[-1][1]['wall_s']:.1f} s", file=sys.stderr,
+                      flush=True)
         for jobs in [int(j) for j in args.jobs.split(",")]:
             results.append((f"ours, --jobs {jobs}",
                             _ours(_copy(args.dataset, base, f"ours-{jobs}"), sols, jobs,
                                   args.policy)))
+            print(f"  {results[-1][0]}: {results[-1][1]['wall_s']:.1f} s", file=sys.stderr,
+                  flush=True)
     ref = next((r["wall_s"] for n, r in results if n == "FIB persistent"), None)
     print("| configuration | wall s | traces | traces/s | vs FIB persistent |")
     print("|---|---|---|---|---|")
