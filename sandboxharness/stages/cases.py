@@ -141,10 +141,11 @@ def _case(definition: Definition, policy: Policy, roles: dict[str, Role], *, cid
     return Case(cid, wl, dict(axes), held, payload)
 
 
-def pick_workloads(workloads: list[WorkloadTrace], limit: int) -> list[WorkloadTrace]:
-    """Spread over the file by size: smallest, largest-that-fits, and evenly between."""
+def pick_workloads(workloads: list[WorkloadTrace], limit: int | None) -> list[WorkloadTrace]:
+    """Every workload (``limit`` None), or a sample spread over the file by size: smallest,
+    largest, and evenly between."""
     ordered = sorted(workloads, key=lambda w: sum(w.workload.axes.values()))
-    if len(ordered) <= limit:
+    if limit is None or len(ordered) <= limit:
         return ordered
     step = (len(ordered) - 1) / (limit - 1) if limit > 1 else 0
     return [ordered[round(i * step)] for i in range(limit)]
@@ -159,6 +160,9 @@ def build_cases(definition: Definition, workloads: list[WorkloadTrace], policy: 
     roles = infer(definition, policy.correctness, constraints)
     notes = sorted({r.note for r in roles.values() if r.note})
     chosen = pick_workloads(workloads, policy.correctness.max_workloads)
+    if len(chosen) < len(workloads):  # said in the verdict, never silently
+        notes.append(f"sampled {len(chosen)} of the file's {len(workloads)} workloads "
+                     f"(correctness.max_workloads: {policy.correctness.max_workloads})")
     cases = [_case(definition, policy, roles, cid=f"w{i}", wl=w.workload.uuid,
                    axes=dict(w.workload.axes),
                    held=False, inputs=dict(w.workload.inputs), seed=seed) for i, w in enumerate(chosen)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import torch
 
@@ -54,3 +55,23 @@ def test_destination_buffers_are_poisoned(tiny_def_path, tiny_wl_path) -> None:
                        fast_policy())[0]
     (y,) = make_outputs(case.payload, "cpu")
     assert torch.isnan(y).all()
+
+
+def test_every_workload_by_default_and_a_sample_is_said() -> None:
+    """FlashInfer-Bench parity: the whole file unless the policy samples, and then the
+    verdict's coverage notes say how many of how many."""
+    from sandboxharness.intake import load_definition, load_workloads
+    from sandboxharness.models import Policy
+    from sandboxharness.stages.cases import build_cases
+
+    fib = Path(__file__).resolve().parents[1] / "data" / "fib"
+    d = load_definition(fib / "definitions" / "rmsnorm" / "rmsnorm_h4096.json")
+    wl = load_workloads(fib / "workloads" / "rmsnorm" / "rmsnorm_h4096.jsonl")
+    assert len(wl) == 14
+    every = build_cases(d, wl, Policy.model_validate({"name": "all"}))
+    assert len([c for c in every if not c.heldout]) == 14
+    assert not any("sampled" in n for n in every.notes)
+    some = build_cases(d, wl, Policy.model_validate(
+        {"name": "four", "correctness": {"max_workloads": 4}}))
+    assert len([c for c in some if not c.heldout]) == 4
+    assert "sampled 4 of the file's 14 workloads (correctness.max_workloads: 4)" in some.notes
