@@ -11,6 +11,7 @@ from __future__ import annotations
 import secrets
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,9 @@ class CallResult:
     ``trial`` is then -1)."""
     launches: int | None = None
     """Triton kernels the call launched (worker-counted; None where not counted)."""
+    judged: Any = None
+    """Set when the call was judged as it came (its files are then gone): ``judge_call``'s
+    (code, message, stats), or the exception judging raised, for the stage to raise."""
 
 
 @dataclass
@@ -117,33 +121,97 @@ class Plan:
         return [derive_seed(self.seed, "bench", case.id, i) for i in range(n)]
 
 
+class Role:
+    """One role's sandboxed worker, driven step by step; a fault ends it and is kept with its
+    phase (``run_role`` drives a role whole; ``job.execute`` interleaves two)."""
+
+    def __init__(self, sandbox: Sandbox, job: JobSpec, hello: Hello, plan: Plan) -> None:
+        lim = plan.policy.limits
+        self.plan, self.hello = plan, hello
+        self.run = RoleRun(role=job.role)
+        self._t_start = time.monotonic()
+        proc = sandbox.start(job, deadline_s=lim.compile_timeout_s + lim.run_timeout_s)
+        self.worker = WorkerClient(WorkerSession(proc, lim.compile_timeout_s + lim.run_timeout_s),
+                                   plan.lane)
+        self.out_dir = proc.paths.out
+        self.timeout = lim.run_timeout_s
+
+    @property
+    def ok(self) -> bool:
+        return self.run.fault is None
+
+    def _fault(self, fault: KernelFault, phase: str) -> bool:
+        self.run.fault, self.run.fault_phase = fault, phase
+        return False
+
+    def open(self) -> bool:
+        """Hello: load or build the role's code (the compile phase)."""
+        try:
+            self.run.import_s = self.worker.hello(
+                self.hello, device=self.plan.device,
+                timeout_s=self.plan.policy.limits.compile_timeout_s).import_s
+        except KernelFault as fault:
+            return self._fault(fault, "compile")
+        self.run.wall_s["compile"] = time.monotonic() - self._t_start
+        return True
+
+    def call(self, result: CallResult, repeat: Repeat | None = None,
+             phase: str = "correctness") -> bool:
+        try:
+            _call(self.worker, self.run, result, self.out_dir, timeout=self.timeout,
+                  repeat=repeat)
+        except KernelFault as fault:
+            return self._fault(fault, phase)
+        return True
+
+    def recheck(self) -> bool:
+        if not self.run.calls:
+            return True
+        try:
+            now = self.worker.recheck(timeout_s=self.timeout).digests
+        except KernelFault as fault:
+            return self._fault(fault, "correctness")
+        self.run.rechecked = {Path(k).name: v for k, v in now.items()}
+        return True
+
+    def benches(self, on_sampled: OnSampled | None = None) -> bool:
+        t0 = time.monotonic()
+        try:
+            _benches(self.worker, self.run, self.plan, self.out_dir, self.run.role,
+                     on_sampled=on_sampled)
+        except KernelFault as fault:
+            return self._fault(fault, "benchmark")
+        self.run.wall_s["benchmark"] = time.monotonic() - t0
+        return True
+
+    def close(self) -> None:
+        self.run.exit = self.worker.close()
+
+
+OnSampled = Callable[[BenchResult], None]
+"""Called with each bench case right after its sampled timed calls were dumped."""
+
+
 def run_role(sandbox: Sandbox, job: JobSpec, hello: Hello, plan: Plan,
              time_it: bool = True) -> RoleRun:
     """Run everything one role needs in ONE sandboxed process, stopping at the first fault."""
-    lim = plan.policy.limits
-    run = RoleRun(role=job.role)
-    t_start = time.monotonic()
-    proc = sandbox.start(job, deadline_s=lim.compile_timeout_s + lim.run_timeout_s)
-    worker = WorkerClient(WorkerSession(proc, lim.compile_timeout_s + lim.run_timeout_s),
-                          plan.lane)
-    out_dir = proc.paths.out
-    phase = "compile"
+    role = Role(sandbox, job, hello, plan)
     try:
-        run.import_s = worker.hello(hello, device=plan.device,
-                                    timeout_s=lim.compile_timeout_s).import_s
-        run.wall_s["compile"] = time.monotonic() - t_start
-        phase, t0 = "correctness", time.monotonic()
-        _calls(worker, run, plan, out_dir)
-        run.wall_s["correctness"] = time.monotonic() - t0
-        if time_it:
-            phase, t0 = "benchmark", time.monotonic()
-            _benches(worker, run, plan, out_dir, job.role)
-            run.wall_s["benchmark"] = time.monotonic() - t0
-    except KernelFault as fault:
-        run.fault, run.fault_phase = fault, phase
+        if role.open():
+            t0 = time.monotonic()
+            if _calls(role) and role.recheck():
+                role.run.wall_s["correctness"] = time.monotonic() - t0
+                if time_it:
+                    role.benches()
     finally:
-        run.exit = worker.close()
-    return run
+        role.close()
+    return role.run
+
+
+def call_order(plan: Plan) -> list[tuple[Case, int]]:
+    order = [(case, trial) for case in plan.cases for trial in range(plan.trials)]
+    secrets.SystemRandom().shuffle(order)  # no fixed call order to count along
+    return order
 
 
 def _call(worker: WorkerClient, run: RoleRun, result: CallResult, out_dir: str, *,
@@ -166,22 +234,19 @@ def _call(worker: WorkerClient, run: RoleRun, result: CallResult, out_dir: str, 
     run.calls.append(result)
 
 
-def _calls(worker: WorkerClient, run: RoleRun, plan: Plan, out_dir: str) -> None:
-    timeout = plan.policy.limits.run_timeout_s
-    order = [(case, trial) for case in plan.cases for trial in range(plan.trials)]
-    secrets.SystemRandom().shuffle(order)  # no fixed call order to count along
-    for case, trial in order:
-        _call(worker, run, CallResult(case, trial, plan.trial_seed(case, trial)), out_dir,
-              timeout=timeout, repeat=plan.sample.get(case.id) if trial == 0 else None)
+def _calls(role: Role) -> bool:
+    plan = role.plan
+    for case, trial in call_order(plan):
+        if not role.call(CallResult(case, trial, plan.trial_seed(case, trial)),
+                         repeat=plan.sample.get(case.id) if trial == 0 else None):
+            return False
     # the reference also computes the outputs of the candidate's sampled timed calls
     for case in plan.bench_cases:
         seeds = plan.bench_seeds(case)
         for idx in plan.sampled.get(case.id, []):
-            _call(worker, run, CallResult(case, -1, seeds[idx], sampled_index=idx), out_dir,
-                  timeout=timeout)
-    if run.calls:
-        now = worker.recheck(timeout_s=timeout).digests
-        run.rechecked = {Path(k).name: v for k, v in now.items()}
+            if not role.call(CallResult(case, -1, seeds[idx], sampled_index=idx)):
+                return False
+    return True
 
 
 def _clock_info(raw: Any) -> dict[str, Any]:
@@ -242,7 +307,8 @@ def _kernel_names(bench: BenchResult, clock: dict[str, Any]) -> None:
                 call.kernels = [str(n)[:200] for n in got[:16]]
 
 
-def _benches(worker: WorkerClient, run: RoleRun, plan: Plan, out_dir: str, role: str) -> None:
+def _benches(worker: WorkerClient, run: RoleRun, plan: Plan, out_dir: str, role: str, *,
+             on_sampled: OnSampled | None = None) -> None:
     rules = plan.policy.benchmark
     timeout = plan.policy.limits.run_timeout_s
     rng = secrets.SystemRandom()
@@ -282,3 +348,5 @@ def _benches(worker: WorkerClient, run: RoleRun, plan: Plan, out_dir: str, role:
             if dumped.bound is not None and len(dumped.bound) == len(idx):
                 bench.dumped = dict(zip(idx, dumped.bound, strict=True))
         run.benches.append(bench)
+        if on_sampled is not None and bench.sampled:
+            on_sampled(bench)

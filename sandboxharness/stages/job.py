@@ -1,8 +1,8 @@
-"""Job directories and the two sandboxed runs: the candidate first, then the reference.
+"""Job directories and the two sandboxed runs, the candidate's and the reference's.
 
 The candidate's worker takes every phase in one process (compile, correctness calls, timed
-calls); the reference runs in a process of its own after the candidate's process tree is
-gone, and its outputs live in a directory the candidate's job never sees.
+calls); the reference runs in a process of its own, side by side with it, and its outputs
+live in a directory the candidate's job never sees. Each call is judged as it comes.
 """
 
 from __future__ import annotations
@@ -10,20 +10,24 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from .._internal.files import write_sources
 from ..errors import InfrastructureError, InputError
 from ..models import Policy, Solution, WorkloadTrace
 from ..models.workload import SafetensorsInput
 from ..sandbox.interface import JobSpec
+from ..worker.protocol import CallReply
 from . import limits, repeats
+from .call_judge import judge_call
 from .cases import CasePlan, build_cases
 from .client import hello_for_candidate, hello_for_reference
 from .context import EvaluationContext, SoFar
-from .execute import Plan, RoleRun, run_role
+from .execute import BenchResult, CallResult, Plan, Role, RoleRun, call_order
 
 
 @dataclass(frozen=True)
@@ -130,8 +134,11 @@ def _job(ctx: EvaluationContext, role: str, data_dir: Path) -> JobSpec:
 
 
 def execute(ctx: EvaluationContext) -> Execution:
-    """Stage the blobs, build the cases, run the candidate, then (if it got that far) the
-    reference. A failure of the reference is the definition's, never the candidate's."""
+    """Stage the blobs, build the cases, then run the candidate and the reference side by side:
+    each correctness call is made on both, judged at once and its files removed, so results
+    never pile up (any workload set fits the out-dir quota one call at a time). The candidate
+    compiles first (a candidate that does not compile never costs a reference run); a failure
+    of the reference is the definition's, never the candidate's."""
     data_dir = stage_blobs(ctx.workloads, ctx.blob_root, ctx.root / "data")
     cases = build_cases(ctx.definition, list(ctx.workloads), ctx.policy, seed=ctx.seed)
     limits.check_plan(cases, ctx.policy, getattr(ctx.sandbox, "out_quota_mb", None))
@@ -142,23 +149,101 @@ def execute(ctx: EvaluationContext) -> Execution:
     write_sources(cand_job.src_dir, solution_files(ctx.solution))
     sample = {c.id: req for c in cases
               if (req := repeats.sample_request(ctx.definition, c, ctx.policy)) is not None}
-    cand = run_role(ctx.sandbox, cand_job, hello_for_candidate(ctx.solution),
-                    replace(plan, sample=sample))
-    done = Execution(cand=cand, ref=None, plan=plan, cases=cases, data_dir=data_dir,
+    cand = Role(ctx.sandbox, cand_job, hello_for_candidate(ctx.solution),
+                replace(plan, sample=sample))
+    done = Execution(cand=cand.run, ref=None, plan=plan, cases=cases, data_dir=data_dir,
                      cand_dir=cand_job.out_dir, ref_dir=ctx.root / "reference" / "out")
-    if cand.fault is not None and cand.fault_phase in ("compile", "correctness"):
-        return done
-    ref_job = _job(ctx, "reference", data_dir)
-    write_sources(ref_job.src_dir, [("reference.py", ctx.definition.reference.encode("utf-8"))])
-    sampled = {b.case.id: sorted(b.sampled) for b in cand.benches}
-    ref = run_role(ctx.sandbox, ref_job, hello_for_reference(), replace(plan, sampled=sampled))
+    ref: Role | None = None
+    try:
+        if not cand.open():
+            return done
+        ref_job = _job(ctx, "reference", data_dir)
+        write_sources(ref_job.src_dir, [("reference.py",
+                                         ctx.definition.reference.encode("utf-8"))])
+        ref = Role(ctx.sandbox, ref_job, hello_for_reference(), plan)
+        judge = _Judge(ctx, done)
+        if ref.open():
+            t0 = time.monotonic()
+            for case, trial in call_order(plan):
+                seed = plan.trial_seed(case, trial)
+                r, c = CallResult(case, trial, seed), CallResult(case, trial, seed)
+                if not ref.call(r) or not cand.call(
+                        c, repeat=sample.get(case.id) if trial == 0 else None):
+                    break
+                judge.call(c, r)
+            if cand.ok and cand.recheck():
+                cand.run.wall_s["correctness"] = time.monotonic() - t0
+            if ref.ok:
+                ref.recheck()  # frees what its worker held; the reference is not judged on it
+        if not cand.ok and cand.run.fault_phase in ("compile", "correctness"):
+            return done  # the candidate failed first: the reference's results are not needed
+        _reference_held(ctx, ref.run)
+        if cand.ok:
+            cand.benches(on_sampled=lambda bench: judge.sampled(ref, bench))
+        if ref.ok:
+            ref.benches()
+        _reference_held(ctx, ref.run)
+        return replace(done, ref=ref.run)
+    finally:
+        cand.close()
+        if ref is not None:
+            ref.close()
+
+
+def _reference_held(ctx: EvaluationContext, ref: RoleRun) -> None:
+    """Raise if the reference failed: bad input when it raised on a workload, a harness error
+    when it hit a harness limit."""
     failed = next((c for c in ref.calls if c.error is not None and not c.case.heldout), None)
     if failed is not None:  # the earliest failure: a correctness call of the reference raised
         raise InputError(f"the definition's reference failed during correctness on workload "
                          f"{failed.case.workload}: {failed.error}", where=ctx.definition.name)
     if ref.fault is not None:
         raise limits.reference_fault(ref.fault, ref.fault_phase, ctx.definition.name)
-    return replace(done, ref=ref)
+
+
+class _Judge:
+    """Judges calls as they come and removes their result files."""
+
+    def __init__(self, ctx: EvaluationContext, run: Execution) -> None:
+        self.ctx, self.run = ctx, run
+
+    def _judge(self, cand: CallResult, ref: CallResult) -> Any:
+        try:
+            return judge_call(self.ctx.definition, self.ctx.policy, cand, ref,
+                              cand_dir=self.run.cand_dir, ref_dir=self.run.ref_dir,
+                              data_dir=str(self.run.data_dir))
+        except Exception as exc:  # noqa: BLE001  kept for the stage, which raises it
+            return exc
+
+    def _drop(self, *paths: Path | None) -> None:
+        for p in paths:
+            if p is not None:
+                p.unlink(missing_ok=True)
+
+    def call(self, cand: CallResult, ref: CallResult) -> None:
+        if ref.error is not None:
+            return  # the stage decides: a held-out size the definition refuses, or bad input
+        cand.judged = self._judge(cand, ref)
+        self._drop(self.run.cand_dir / cand.file if cand.file else None,
+                   self.run.ref_dir / ref.file if ref.file else None)
+
+    def sampled(self, ref: Role | None, bench: BenchResult) -> None:
+        """The reference computes the candidate's sampled timed calls (chosen after the timed
+        batch returned); each is judged at once against the candidate's dump."""
+        if ref is None or not ref.ok:
+            return
+        seeds = self.run.plan.bench_seeds(bench.case)
+        n_out = len(bench.case.payload["outputs"])
+        for idx, fname in sorted(bench.sampled.items()):
+            r = CallResult(bench.case, -1, seeds[idx], sampled_index=idx)
+            if not ref.call(r):
+                return
+            if r.error is None:
+                c = CallResult(bench.case, -1, bench.seeds[idx], file=fname,
+                               reply=CallReply(n_outputs=n_out), bound=bench.calls[idx].bound,
+                               sampled_index=idx)
+                r.judged = self._judge(c, r)
+                self._drop(self.run.cand_dir / fname, self.run.ref_dir / r.file if r.file else None)
 
 
 def execution(ctx: EvaluationContext, so_far: SoFar) -> Execution:

@@ -42,11 +42,14 @@ def result_bytes(case: Case) -> int:
 
 
 def check_plan(cases: list[Case], policy: Policy, out_quota_mb: int | None) -> None:
-    """Refuse, before anything runs, a plan whose honest results the limits cannot hold."""
+    """Refuse, before anything runs, a plan whose honest results the limits cannot hold.
+
+    Calls are judged as they come and their files removed (``job.execute``), so the out dir
+    holds one call's results at a time, or a case's sampled timed calls, dumped together."""
     lim = policy.limits
     caps = (("limits.max_result_mb", lim.max_result_mb),
             ("limits.max_file_size_mb", lim.max_file_size_mb))
-    total = 0
+    at_once = 0
     for case in cases:
         need = result_bytes(case)
         for name, cap_mb in caps:
@@ -54,14 +57,13 @@ def check_plan(cases: list[Case], policy: Policy, out_quota_mb: int | None) -> N
                 raise InfrastructureError(
                     f"workload {case.workload} needs {need / 2**20:.0f} MB per result file, "
                     f"over the policy's {name}={cap_mb}: raise it to evaluate this workload")
-        calls = policy.correctness.trials + (0 if case.heldout else
-                                             policy.benchmark.sampled_checks)
-        total += need * calls
-    if out_quota_mb is not None and total > out_quota_mb * 2**20:
+        dumped = 0 if case.heldout else policy.benchmark.sampled_checks
+        at_once = max(at_once, need * max(1, dumped))
+    if out_quota_mb is not None and at_once > out_quota_mb * 2**20:
         raise InfrastructureError(
-            f"the plan writes {total / 2**20:.0f} MB of results, over the sandbox's out-dir "
-            f"quota of {out_quota_mb} MB: lower correctness.trials or max_workloads, or raise "
-            "the quota")
+            f"one workload's results take {at_once / 2**20:.0f} MB at once, over the sandbox's "
+            f"out-dir quota of {out_quota_mb} MB: lower benchmark.sampled_checks, or raise the "
+            "quota")
 
 
 def reference_fault(fault: KernelFault, phase: str | None, where: str) -> Exception:

@@ -213,19 +213,23 @@ def test_write_audit_log(run_attack: Runner, secrets_dir: Path) -> None:
 
 
 def test_result_symlink_to_host_file(run_attack: Runner, tmp_path: Path) -> None:
-    """Result files replaced by symlinks to a host file: the host must not follow them."""
+    """Result files replaced by symlinks to a host file, on every call after the first: each
+    call's results are judged and removed before the candidate's code runs again, so there is
+    nothing left to swap (a swap would be refused: the host opens results O_NOFOLLOW, see
+    tests/unit/test_results.py). The honest x + 1 it returns is what is judged."""
     decoy = tmp_path / "decoy.safetensors"
     decoy.write_bytes(b"DECOY-NOT-A-RESULT")
     out = run_attack(attack_source("result_symlink", decoy=str(decoy)))
-    out.rejected_with(PROTOCOL)
-    assert "unreadable" in out.text or "not a file" in out.text
+    assert out.verdict.decision == "promote", out.text[:2000]
+    assert decoy.read_bytes() == b"DECOY-NOT-A-RESULT"
 
 
 def test_result_hardlink_to_host_file(run_attack: Runner) -> None:
-    """Result files replaced by hard links to /etc/passwd: refused (protected_hardlinks)."""
+    """Result files replaced by hard links to /etc/passwd: nothing is left to replace (each
+    call is judged and its files removed at once), and /etc/passwd is untouched."""
     before = _digest(Path("/etc/passwd"))
     out = run_attack(attack_source("result_hardlink"))
-    out.rejected_with(RUNTIME, PROTOCOL)
+    assert out.verdict.decision == "promote", out.text[:2000]
     assert _digest(Path("/etc/passwd")) == before
 
 
@@ -301,7 +305,8 @@ def test_other_candidate_files(run_attack: Runner, open_workdir: Path) -> None:
         path.chmod(0o755 if path.is_dir() else 0o644)
     src = job_root / "candidate" / "src" / "kernel.py"
     outs = job_root / "candidate" / "out"
-    assert marker in src.read_text() and any(outs.iterdir())
+    (outs / "kept.safetensors").write_text(marker)  # results are judged and removed: plant one
+    assert marker in src.read_text()
     paths = "|".join([str(src), str(outs), str(job_root)])
     out = run_attack(attack_source("peek_other_job", paths=paths, marker=marker),
                      name="second", workdir=workdir)

@@ -82,9 +82,10 @@ def test_atexit_rewrites_saved_outputs(ev) -> None:
             "        save_file(t, p)\n"
             "atexit.register(_rewrite)\n")
     v = ev(code, dps=False, language="python")
+    # each call is judged (and its file removed) as it returns: the rewrite at exit comes too
+    # late to touch anything, and the zeros it returned are what is judged
     assert v.decision == "reject"
-    assert codes(v) == {"INTEGRITY_VIOLATION"}, v.reasons
-    assert "rewritten afterwards" in v.reasons[0].message
+    assert codes(v) == {"INCORRECT_NUMERICAL"}, v.reasons
 
 
 def test_weakref_finalizer_rewrites_saved_outputs(ev) -> None:
@@ -105,7 +106,7 @@ def test_weakref_finalizer_rewrites_saved_outputs(ev) -> None:
             + REMEMBER_SAVE_PATH +
             "    return torch.zeros_like(x)\n")
     v = ev(code, dps=False, language="python")
-    assert codes(v) == {"INTEGRITY_VIOLATION"}, v.reasons
+    assert codes(v) == {"INCORRECT_NUMERICAL"}, v.reasons  # judged before any finalizer ran
 
 
 def test_batch_and_flush_across_timed_calls(ev) -> None:

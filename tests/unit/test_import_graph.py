@@ -219,4 +219,4 @@ def test_the_host_reaches_into_the_worker_only_for_the_contract() -> None:
     reach = {m: sorted(d for d in deps if d.startswith(f"{PKG}.worker") and d not in HOST_MAY_USE)
              for m, deps in graph.items() if not _in_image(m)}
     assert {m: d for m, d in reach.items() if d} == {}
-    assert f"{PKG}.inputs.tensorgen" in graph[f"{PKG}.stages.correctness"]
+    assert f"{PKG}.inputs.tensorgen" in graph[f"{PKG}.stages.call_judge"]

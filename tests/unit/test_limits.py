@@ -30,13 +30,21 @@ def test_a_result_over_the_cap_names_the_limit() -> None:
         check_plan([_case(14509)], policy, out_quota_mb=None)
 
 
-def test_a_plan_over_the_out_quota_names_the_quota() -> None:
-    """The FIB rmsnorm_h4096 set: 14,509 x 4096 bf16 rows fit one file, not 4 GB of them."""
+def test_the_whole_fib_set_fits_because_results_do_not_pile_up() -> None:
+    """The FIB rmsnorm_h4096 set (14 workloads, up to 14,509 x 4096 bf16): calls are judged as
+    they come, so only one call's results (or one case's sampled dumps) are held at once."""
     policy = fast_policy(limits={"max_result_mb": 512, "max_file_size_mb": 512},
-                         correctness={"trials": 3})
+                         correctness={"trials": 3}, benchmark={"sampled_checks": 2})
+    rows = [7, 1, 34, 170, 14418, 11832, 64, 16, 10827, 8804, 63, 79, 14509, 15]
+    check_plan([_case(r) for r in rows], policy, out_quota_mb=4096)
+
+
+def test_what_is_held_at_once_over_the_out_quota_names_the_quota() -> None:
+    policy = fast_policy(limits={"max_result_mb": 512, "max_file_size_mb": 512},
+                         benchmark={"sampled_checks": 20})
     with pytest.raises(InfrastructureError, match="out-dir quota of 4096 MB"):
-        check_plan([_case(14509) for _ in range(4)], policy, out_quota_mb=4096)
-    check_plan([_case(64)], policy, out_quota_mb=4096)  # small plans pass
+        check_plan([_case(14509)], policy, out_quota_mb=4096)  # 20 dumps of 227 MB at once
+    check_plan([_case(14509, heldout=True)], policy, out_quota_mb=4096)  # never dumped
 
 
 @pytest.mark.parametrize("code", [ReasonCode.RESOURCE_LIMIT, ReasonCode.TIMEOUT,

@@ -12,8 +12,9 @@ from ...models.verdict import Reason, ReasonCode, Stage
 from ...policy import CpuSpeedGate
 from ...worker.protocol import CallReply
 from .. import honesty
+from ..call_judge import judge_call
 from ..compare_modes import resolve
-from ..correctness import judge_call
+from ..correctness import judged
 from ..execute import CallResult, RoleRun
 from ..state import may_update_inputs
 
@@ -90,8 +91,9 @@ def judge(definition: Definition, policy: Policy, cand: RoleRun, ref: RoleRun, *
             cand_call = CallResult(bench.case, -1, bench.seeds[idx], file=fname,
                                    reply=CallReply(n_outputs=len(bench.case.payload["outputs"])),
                                    bound=bench.calls[idx].bound, sampled_index=idx)
-            code, msg, _ = judge_call(definition, policy, cand_call, ref_call, cand_dir=cand_dir,
-                                      ref_dir=ref_dir, data_dir=data_dir)
+            code, msg, _ = judged(ref_call) or judge_call(
+                definition, policy, cand_call, ref_call, cand_dir=cand_dir, ref_dir=ref_dir,
+                data_dir=data_dir)
             if code is not None:
                 if code not in (ReasonCode.INTEGRITY_VIOLATION, ReasonCode.INPUT_MUTATED):
                     code = ReasonCode.BENCH_OUTPUT_MISMATCH
