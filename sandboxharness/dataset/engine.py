@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .._internal import host
 from ..errors import HarnessError, InfrastructureError, InputError
@@ -32,6 +32,9 @@ from ..stages.lanes import GpuLane, Lanes
 from ..traces import to_traces
 from .layout import Dataset, DefinitionEntry, SolutionEntry, load_dataset, select
 from .tracefile import TraceWriter, traced
+
+if TYPE_CHECKING:
+    from ..sandbox.interface import Sandbox
 
 STATIC_BATCH = 32
 """Candidates per static-analysis batch (one process per analyser per batch)."""
@@ -245,11 +248,9 @@ def local_evaluator(run: DatasetRun, lanes: Lanes) -> Evaluate:
 
 
 def _evaluate(task: Task, pair: tuple[DefinitionEntry, SolutionEntry], run: DatasetRun, *,
-              lane: GpuLane, sandbox: object, on_event: OnEvent) -> Verdict:
+              lane: GpuLane, sandbox: Sandbox, on_event: OnEvent) -> Verdict:
     from ..pipeline import Harness
-    from ..sandbox.interface import Sandbox
 
-    assert isinstance(sandbox, Sandbox)  # noqa: S101  (typed here to keep the import lazy)
     d, s = pair
     harness = Harness(run.options.policy, sandbox=sandbox,
                       observer=lambda r: on_event(RunEvent("stage", task, stage=r)))
