@@ -32,6 +32,7 @@ from ..stages.lanes import GpuLane, Lanes
 from ..traces import to_traces
 from .layout import Dataset, DefinitionEntry, SolutionEntry, load_dataset, select
 from .tracefile import TraceWriter, traced
+from .verdictstore import VerdictWriter
 
 if TYPE_CHECKING:
     from ..sandbox.interface import Sandbox
@@ -173,6 +174,7 @@ class DatasetRun:
                                  "dataset", where=str(s.path))
             check_pairing(d.definition, s.solution, list(d.workloads), where=str(s.path))
         self.writer = TraceWriter()
+        self.verdicts = VerdictWriter(self.dataset.root)
         self.static_reports: dict[str, object] = {}
         self._by_name = {s.solution.name: (d, s) for d, s in self.pairs}
 
@@ -228,6 +230,7 @@ class DatasetRun:
             return 0
         d, _ = self.pair(outcome.task)
         traces = to_traces(outcome.verdict, list(d.workloads))
+        self.verdicts.append(d.definition, outcome.verdict)  # the whole verdict, for reports
         return self.writer.append(self.dataset.trace_path(d.definition), traces)
 
 

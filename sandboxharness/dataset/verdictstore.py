@@ -1,0 +1,113 @@
+"""The dataset's verdict store: every full verdict of a run, beside its traces.
+
+A trace line keeps what FlashInfer-Bench reads (status, latency, speedup); the verdict keeps
+the rest (per-stage durations, reasons, details). The coordinator appends each verdict as one
+JSON line to ``verdicts/<op_type>/<definition>.jsonl`` with the trace files' discipline: one
+``write`` of a whole line, then ``fsync``; a line cut by a crash is dropped before the next
+append. A re-run appends again: readers see every verdict in file order (the last is newest).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from ..errors import InputError, one_line
+from ..models import Definition, Verdict
+from .tracefile import repair
+
+MAX_VERDICT_LINE = 64 * 1024 * 1024
+"""A stored verdict line larger than this is refused when read (a run writes a few KiB to a
+few MiB per verdict; the cap keeps a planted file from exhausting memory)."""
+
+
+def verdict_path(root: Path, definition: Definition) -> Path:
+    return root / "verdicts" / definition.op_type / f"{definition.name}.jsonl"
+
+
+class VerdictWriter:
+    """One writer for a run's verdict files (thread-safe; the coordinator alone writes)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._lock = threading.Lock()
+        self._repaired: set[Path] = set()
+
+    def append(self, definition: Definition, verdict: Verdict) -> Path:
+        path = verdict_path(self.root, definition)
+        data = (verdict.model_dump_json() + "\n").encode("utf-8")
+        with self._lock:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path not in self._repaired:
+                repair(path)
+                self._repaired.add(path)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        return path
+
+
+@dataclass(frozen=True)
+class StoredVerdict:
+    verdict: Verdict
+    path: Path
+    line: int
+    """1-based line number in ``path``."""
+
+
+def _files(root: Path) -> list[Path]:
+    folder = root / "verdicts"
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.rglob("*.jsonl") if p.is_file() and not p.is_symlink())
+
+
+def _parse(raw: bytes, where: str) -> Verdict:
+    if len(raw) > MAX_VERDICT_LINE:
+        raise InputError(f"verdict line of {len(raw)} bytes, over the {MAX_VERDICT_LINE}-byte "
+                         "cap", where=where)
+    try:
+        return Verdict.model_validate(json.loads(raw))
+    except ValidationError as exc:
+        first = exc.errors(include_url=False, include_input=False)[0]
+        field = ".".join(str(p) for p in first["loc"]) or "(line)"
+        raise InputError(f"not a verdict: field {one_line(field, 80)}: "
+                         f"{one_line(first['msg'], 200)}", where=where) from None
+    except (ValueError, RecursionError) as exc:
+        raise InputError(f"not a verdict: {one_line(exc, 200)}", where=where) from None
+
+
+def iter_stored(root: str | Path) -> Iterator[StoredVerdict]:
+    """Every stored verdict of the dataset at ``root``, files sorted, lines in order. A torn
+    last line (a crash mid-append) is skipped; any other bad line is an InputError naming the
+    file and line."""
+    for path in _files(Path(root)):
+        with path.open("rb") as fh:
+            n = 0
+            while raw := fh.readline(MAX_VERDICT_LINE + 1):  # bounded: never a whole file
+                n += 1
+                if len(raw) <= MAX_VERDICT_LINE and not raw.endswith(b"\n"):
+                    break  # a torn last line
+                if raw.strip():
+                    yield StoredVerdict(_parse(raw, f"{path}:{n}"), path, n)
+
+
+def iter_verdicts(root: str | Path) -> Iterator[Verdict]:
+    """Every verdict stored for the dataset at ``root`` (see :func:`iter_stored`)."""
+    for stored in iter_stored(root):
+        yield stored.verdict
+
+
+__all__ = ["MAX_VERDICT_LINE", "StoredVerdict", "VerdictWriter", "iter_stored",
+           "iter_verdicts", "verdict_path"]
