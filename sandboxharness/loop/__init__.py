@@ -1,0 +1,1 @@
+"""The optimization loop: campaigns, rounds, task bundles and promotion evidence."""
