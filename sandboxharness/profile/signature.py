@@ -56,6 +56,8 @@ class KernelMetrics(FiniteModel):
     """Blocks in the grid."""
     block_size: Count | None = None
     """Threads per block."""
+    sm_count: Count | None = None
+    """SMs on the device (a grid smaller than this leaves SMs idle)."""
     kernel_count: Annotated[int, Field(ge=1, le=2**31)] = 1
     """Kernel launches in the profiled call (a call of many short kernels is launch-bound)."""
     total_duration_us: Annotated[float, Field(ge=0.0)] | None = None
