@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ._internal import host
+from .archive import Archive, collect, put_verdict
 from .errors import InfrastructureError
 from .models import (
     Candidate,
@@ -49,8 +50,10 @@ class Harness:
 
     def __init__(self, policy: Policy, *, sandbox: Sandbox | None = None,
                  observer: Observer | None = None, workdir: Path | None = None,
-                 keep_jobs: bool = False) -> None:
+                 keep_jobs: bool = False, archive: Archive | None = None) -> None:
+        """``archive``: where every evaluation's artifacts and verdict go (none: not kept)."""
         self.policy = policy
+        self.archive = archive
         self.sandbox = sandbox or select_backend(policy.sandbox.backend, policy)
         self.observer = observer or (lambda _r: None)
         self.workdir = workdir
@@ -88,7 +91,12 @@ class Harness:
         self.observer(promotion)
         reasons = [r for s in stages for r in s.reasons]
         env = host.describe()
-        return Verdict(
+        artifacts: dict[str, str] = {}
+        if self.archive is not None:  # the trusted side's copies, archived whole
+            artifacts = collect.store(self.archive, {
+                **collect.input_artifacts(definition, solution, workloads, self.policy),
+                **collect.published(so_far)})
+        verdict = Verdict(
             decision="reject" if reasons else "promote", reasons=reasons, stages=stages,
             candidate=Candidate(name=solution.name, sha256=solution.content_hash(),
                                 author=solution.author, language=solution.spec.language.value,
@@ -102,5 +110,8 @@ class Harness:
                 device=str(env["device"]), backend=self.sandbox.name,
                 isolation=self.sandbox.isolation(), warnings=self.sandbox.warnings(),
                 extra={k: str(v) for k, v in self.sandbox.describe().items()}),
-            started_at=started_at, finished_at=_now(),
+            started_at=started_at, finished_at=_now(), artifacts=artifacts,
         )
+        if self.archive is not None:
+            put_verdict(self.archive, verdict)
+        return verdict

@@ -27,7 +27,7 @@ out = console()
 
 
 @app.command()
-def evaluate(
+def evaluate(  # noqa: PLR0913  (typer: one parameter per CLI flag)
     *,  # options only: typer passes them by name
     definition: Annotated[Path, typer.Option(help="FlashInfer-Bench definition JSON")],
     solution: Annotated[Path, typer.Option(help="FlashInfer-Bench solution JSON")],
@@ -44,6 +44,8 @@ def evaluate(
     audit_log: Annotated[Path | None, typer.Option(help="append the verdict to this log")] = None,
     signing_key: Annotated[Path | None, typer.Option(help="Ed25519 key for the audit log")] = None,
     attestation: Annotated[Path | None, typer.Option(help="write a DSSE in-toto attestation")] = None,
+    archive: Annotated[Path | None, typer.Option(help="archive every artifact here (content-"
+                                                 "addressed; see `archive verify`)")] = None,
 ) -> None:
     """Evaluate one solution. Exit 0 promote, 1 reject, 2 bad input, 3 harness error."""
     from ..api import evaluate_files
@@ -55,7 +57,8 @@ def evaluate(
             else None
         verdict = evaluate_files(definition, solution, workloads, policy, backend=backend,
                                  seed=seed, blob_root=blob_root, observer=observer,
-                                 hidden_paths=audit_hook.secret_paths(audit_log, signing_key))
+                                 hidden_paths=audit_hook.secret_paths(audit_log, signing_key),
+                                 archive=archive)
         if trace_out is not None:
             from ..intake import load_workloads
             from ..traces import to_traces
@@ -155,6 +158,9 @@ def _register_optional() -> None:
         app.command(name="doctor")(doctor)
     except ImportError:
         pass
+    from .archive_cmd import archive_app
+
+    app.add_typer(archive_app, name="archive", help="Verify, show and export archived artifacts.")
     from .examples_cmd import examples
     from .run_cmd import run as run_local
 

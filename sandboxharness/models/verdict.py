@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, StringConstraints, model_validator
 
 from ._base import FrozenModel
 
@@ -18,6 +18,7 @@ class Stage(StrEnum):
     CORRECTNESS = "correctness"
     SANITIZER = "sanitizer"
     BENCHMARK = "benchmark"
+    PROFILE = "profile"
     PROMOTION = "promotion"
 
 
@@ -147,6 +148,24 @@ class Environment(FrozenModel):
     extra: dict[str, str] = Field(default_factory=dict)
 
 
+MAX_ARTIFACTS = 4096
+"""Artifacts one verdict may name (sources are capped at 1,024 by intake)."""
+
+
+def _artifact_name(v: str) -> str:
+    """A relative path with plain components: ``archive export`` writes it under a folder."""
+    parts = v.split("/")
+    if not v.isprintable() or "\\" in v or any(p in ("", ".", "..") or p.startswith(".")
+                                                for p in parts):
+        raise ValueError("artifact names are relative paths of plain components")
+    return v
+
+
+ArtifactName = Annotated[str, StringConstraints(min_length=1, max_length=1100),
+                         AfterValidator(_artifact_name)]
+ArtifactHash = Annotated[str, StringConstraints(pattern=r"^sha256:[0-9a-f]{64}$")]
+
+
 class Verdict(FrozenModel):
     schema_version: Literal[1] = 1
     decision: Literal["promote", "reject"]
@@ -160,6 +179,11 @@ class Verdict(FrozenModel):
     environment: Environment
     started_at: str
     finished_at: str
+    artifacts: dict[ArtifactName, ArtifactHash] = Field(default_factory=dict,
+                                                        max_length=MAX_ARTIFACTS)
+    """What the evaluation consumed and produced, archived by content (``sandboxharness.archive``):
+    name (``sources/k.py``, ``logs/compiler.log``...) -> ``sha256:<hex>``. Empty when nothing was
+    archived (and in verdicts written before the archive existed)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Verdict:

@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..archive.collect import output_summary, publish
 from ..errors import InputError
 from ..models import Definition, Policy, StageResult
 from ..models.verdict import Reason, ReasonCode, Stage
@@ -80,6 +81,7 @@ class CorrectnessStage:
             return skipped(self.stage, why)
         t0 = time.monotonic()
         run = execution(ctx, so_far)
+        publish(so_far, "outputs/summary.json", output_summary(run))
         cand = run.cand
         if run.ref is None or cand.fault is not None and cand.fault_phase == "correctness":
             # the candidate's process died or misbehaved before it finished its calls

@@ -24,6 +24,7 @@ from typing import Any
 
 from .._internal.files import write_sources
 from .._internal.proc import find_executable
+from ..archive.collect import publish
 from ..errors import InfrastructureError, ToolError
 from ..models import Policy, Reason, ReasonCode, Stage, StageResult
 from ..sandbox.interface import ExitInfo, JobSpec, SandboxedProcess
@@ -190,9 +191,10 @@ def _judge(run: ToolRun, policy: Policy) -> tuple[list[Reason], dict[str, Any]]:
     return reasons, details
 
 
-def run_tools(ctx: EvaluationContext, run: Execution, *,
-              executable: str | None = None) -> StageResult:
-    """Each policy tool on the smallest workload, in sandboxed jobs of their own."""
+def run_tools(ctx: EvaluationContext, run: Execution, *, executable: str | None = None,
+              reports: dict[str, str] | None = None) -> StageResult:
+    """Each policy tool on the smallest workload, in sandboxed jobs of their own.
+    ``reports``: filled with each tool's whole report (the details keep its tail)."""
     rules = ctx.policy.sanitizer
     t0 = time.monotonic()
     if not rules.tools:
@@ -230,6 +232,9 @@ def run_tools(ctx: EvaluationContext, run: Execution, *,
         rs, det = _judge(r, ctx.policy)
         reasons.extend(rs)
         per_tool[r.tool] = det
+        if reports is not None:
+            reports[r.tool] = compile_cuda.read_capped(r.job.out_dir / SANITIZER_LOG,
+                                                       rules.max_log_bytes) or ""
     for r in runs:  # build artifacts are large; the reports were read above
         shutil.rmtree(r.job.out_dir, ignore_errors=True)
     details = {"workload": case.workload, "axes": case.axes, "seed": call_seed,
@@ -253,7 +258,11 @@ class SanitizerStage:
             return skipped(self.stage, "no CUDA device: compute-sanitizer needs a GPU")
         if why:
             return skipped(self.stage, why)
-        return run_tools(ctx, execution(ctx, so_far))
+        reports: dict[str, str] = {}
+        result = run_tools(ctx, execution(ctx, so_far), reports=reports)
+        for tool, text in reports.items():
+            publish(so_far, f"sanitizer/{tool}.log", text)
+        return result
 
 
 __all__ = ["SanitizerFinding", "SanitizerStage", "find_sanitizer", "parse", "run_tools",
