@@ -45,7 +45,7 @@ from .keys import (
     load_signer,
     read_public_keys,
 )
-from .log import AuditLog, record_verdict
+from .log import AuditLog, record_event, record_verdict
 from .proofs import prove_consistency, prove_inclusion, verify_inclusion_bundle
 from .verify import LogTamperedError, get_verification_result, verify_log
 from .witness import Cosigner, WitnessRefused, read_witness_keys
@@ -57,6 +57,6 @@ __all__ = [
     "StateWarning", "TamperKind", "TornTail", "VerificationResult", "WitnessRefused",
     "generate_keys", "get_verification_result", "load_signer", "make_attestation",
     "prove_consistency", "prove_inclusion", "read_public_keys", "read_witness_keys",
-    "record_verdict", "verify_attestation", "verify_inclusion_bundle", "verify_log",
+    "record_event", "record_verdict", "verify_attestation", "verify_inclusion_bundle", "verify_log",
     "witness_log",
 ]

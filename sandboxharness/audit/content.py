@@ -67,7 +67,8 @@ def check_records(data: bytes, first: int, skip: frozenset[int] = frozenset()
     return problems, drift, b"".join(chain)
 
 
-_CHAIN_RE = re.compile(rb'"index":(0|[1-9][0-9]{0,15}),"policy_sha256":"(?:[^"\\]|\\.)*",'
+# a verdict record has policy_sha256 between index and prev, an event record kind
+_CHAIN_RE = re.compile(rb'"index":(0|[1-9][0-9]{0,15}),"(?:policy_sha256|kind)":"(?:[^"\\]|\\.)*",'
                        rb'"prev":"sha256:([0-9a-f]{64})"')
 
 
@@ -79,7 +80,9 @@ def chain_only(data: bytes, first: int, skip: frozenset[int] = frozenset()
     out: list[bytes] = []
     problems: list[Problem] = []
     for p, line in enumerate(data.split(b"\n"), first):
-        m = None if p in skip else search(line)
+        # an event's body comes first and may hold any keys: search after it
+        at = line.rfind(b',"event_sha256":') if line.startswith(b'{"event":') else 0
+        m = None if p in skip else search(line, max(at, 0))
         if m:
             out.append(pack(int(m.group(1)), bytes.fromhex(m.group(2).decode())))
             continue

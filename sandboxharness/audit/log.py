@@ -23,6 +23,7 @@ import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from ..errors import AuditError, InputError
 from ..models import Verdict
@@ -31,10 +32,10 @@ from .checkpoint import SignedCheckpoint, parse_signed_checkpoint, split_sidecar
 from .commit import ORIGIN_PREFIX, Config, Writer, split_lines
 from .interface import DEFAULT_LIMITS, AppendResult, AuditLimits, FormatError
 from .keys import Signer
-from .records import Prepared, prepare
+from .records import Prepared, prepare, prepare_event
 
-__all__ = ["ORIGIN_PREFIX", "AuditLog", "read_log", "record_verdict", "sidecar",
-           "split_lines"]
+__all__ = ["ORIGIN_PREFIX", "AuditLog", "read_log", "record_event", "record_verdict",
+           "sidecar", "split_lines"]
 
 _SHELL_BYTES = 1024  # the record's fields around the verdict, generously
 
@@ -160,6 +161,18 @@ class AuditLog:
         cfg = Config(self.limits, self.origin, self.clock)
         return _queue(self.path).run(_Group(self._prepare(verdicts), signer, cfg))
 
+    def append_event(self, kind: str, subject: str, event: dict[str, Any],
+                     signer: Signer) -> AppendResult:
+        """Append one event record (FORMAT.md, "Event records"); durable on return."""
+        item = prepare_event(kind, subject, event)
+        if len(item.verdict_bytes) + _SHELL_BYTES > self.limits.max_record_bytes:
+            raise AuditError(f"event is about {len(item.verdict_bytes) + _SHELL_BYTES} bytes, "
+                             f"over the {self.limits.max_record_bytes}-byte limit")
+        if not self.path.parent.is_dir():
+            raise AuditError(f"{self.path.parent}: directory does not exist")
+        cfg = Config(self.limits, self.origin, self.clock)
+        return _queue(self.path).run(_Group([item], signer, cfg))
+
     def append_many(self, verdicts: Sequence[Verdict], signer: Signer) -> list[AppendResult]:
         """Append any number of verdicts, ``max_batch`` per commit; durable on return (one
         writer batching its own records: the fastest way in)."""
@@ -206,3 +219,10 @@ def record_verdict(verdict: Verdict, log_path: Path, signer: Signer) -> AppendRe
     """Append one verdict to the log at ``log_path`` (created on first use) and sign a new
     checkpoint. Returns only once record and checkpoint are on disk (fsync)."""
     return AuditLog(log_path).append([verdict], signer)
+
+
+def record_event(kind: str, subject: str, event: dict[str, Any], log_path: Path,
+                 signer: Signer) -> AppendResult:
+    """Append one event (``event`` carries ``kind`` and ``subject`` too) and sign a new
+    checkpoint; durable on return."""
+    return AuditLog(log_path).append_event(kind, subject, event, signer)

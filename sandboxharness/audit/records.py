@@ -36,12 +36,19 @@ from ..models._base import sha256_tag
 from .interface import FormatError
 
 SCHEMA = "https://sandboxharness.dev/audit/record/v1"
+EVENT_SCHEMA = "https://sandboxharness.dev/audit/event/v1"
+"""A record of something other than a verdict (a gateway tool call, a campaign round):
+``kind``, ``subject`` and the ``event`` object, chained and signed like any record."""
 GENESIS_PREV = "sha256:" + "0" * 64
 _FIELDS = {"schema", "index", "prev", "recorded_at", "harness_version", "decision",
            "candidate_sha256", "definition_sha256", "policy_sha256", "seed",
            "environment_sha256", "verdict_sha256", "verdict"}
+_EVENT_FIELDS = {"schema", "index", "prev", "recorded_at", "harness_version", "kind", "subject",
+                 "event_sha256", "event"}
 _VERDICT_KEY = b',"verdict":'
 _AFTER_VERDICT = b',"verdict_sha256":'
+_EVENT_KEY = b'{"event":'
+_AFTER_EVENT = b',"event_sha256":'
 
 
 harness_version = functools.cache(_harness_version)  # read once per process: every record
@@ -84,12 +91,28 @@ def prepare(verdict: Verdict) -> Prepared:
 def assemble(prepared: Prepared, *, index: int, prev_leaf: bytes | None,
              recorded_at: datetime) -> bytes:
     """The record line (RFC 8785): the small fields canonicalised, the verdict spliced in
-    where its key sorts (between ``seed`` and ``verdict_sha256``)."""
+    where its key sorts (between ``seed`` and ``verdict_sha256``); an event's body is the
+    first key of its record."""
+    if "event_sha256" in prepared.summary:
+        shell = canonical({**prepared.summary, "schema": EVENT_SCHEMA, "index": index,
+                           "prev": GENESIS_PREV if prev_leaf is None else leaf_tag(prev_leaf),
+                           "recorded_at": _when(recorded_at),
+                           "harness_version": harness_version()})
+        return _EVENT_KEY + prepared.verdict_bytes + b"," + shell[1:]
     shell = canonical({**prepared.summary, "schema": SCHEMA, "index": index,
                         "prev": GENESIS_PREV if prev_leaf is None else leaf_tag(prev_leaf),
                         "recorded_at": _when(recorded_at), "harness_version": harness_version()})
     cut = shell.rindex(_AFTER_VERDICT)
     return shell[:cut] + _VERDICT_KEY + prepared.verdict_bytes + shell[cut:]
+
+
+def prepare_event(kind: str, subject: str, event: dict[str, Any]) -> Prepared:
+    """An event made ready for the log: ``event`` must hold the same ``kind`` and
+    ``subject`` (the verifier checks the copies agree, as it does a verdict's summary)."""
+    if event.get("kind") != kind or event.get("subject") != subject:
+        raise AuditError("an event's body must carry its kind and subject")
+    body = canonical(event)
+    return Prepared(body, {"kind": kind, "subject": subject, "event_sha256": sha256_tag(body)})
 
 
 def build_record(verdict: Verdict, *, index: int, prev_leaf: bytes | None,
@@ -150,6 +173,8 @@ _SCALARS = tuple(sorted(_FIELDS - {"verdict"}))
 def _shape(obj: Any) -> dict[str, Any]:
     if type(obj) is not dict:
         raise FormatError("not a JSON object")
+    if obj.get("schema") == EVENT_SCHEMA:
+        return _event_shape(obj)
     if obj.keys() != _FIELDS:
         missing, extra = sorted(_FIELDS - set(obj)), sorted(set(obj) - _FIELDS)
         raise FormatError(f"wrong fields (missing {missing}, unexpected {extra})")
@@ -168,15 +193,40 @@ def _shape(obj: Any) -> dict[str, Any]:
     return obj
 
 
+_EVENT_SCALARS = tuple(sorted(_EVENT_FIELDS - {"event"}))
+
+
+def _event_shape(obj: dict[str, Any]) -> dict[str, Any]:
+    if obj.keys() != _EVENT_FIELDS:
+        missing, extra = sorted(_EVENT_FIELDS - set(obj)), sorted(set(obj) - _EVENT_FIELDS)
+        raise FormatError(f"wrong event fields (missing {missing}, unexpected {extra})")
+    if type(obj["index"]) is not int or obj["index"] < 0:
+        raise FormatError("index is not a non-negative integer")
+    if not isinstance(obj["prev"], str) or len(obj["prev"]) != 71 \
+            or not obj["prev"].startswith("sha256:"):
+        raise FormatError("prev is not a sha256:<hex> hash")
+    if not isinstance(obj["event"], dict):
+        raise FormatError("event is not an object")
+    for k in _EVENT_SCALARS:
+        if type(obj[k]) in (dict, list):
+            raise FormatError(f"field {k} is not a JSON scalar")
+    return obj
+
+
+def _body_key(obj: dict[str, Any]) -> str:
+    return "event" if obj.get("schema") == EVENT_SCHEMA else "verdict"
+
+
 def _parse_strict(line: bytes) -> tuple[dict[str, Any], bytes]:
     """The general path: every key and number checked, RFC 8785 recomputed by rfc8785."""
     try:
         obj = _shape(json.loads(line, object_pairs_hook=_no_duplicates,
                                 parse_constant=_reject_constant, parse_int=_canonical_int,
                                 parse_float=_canonical_float))
-        verdict = rfc8785.dumps(obj["verdict"])
+        body_key = _body_key(obj)
+        verdict = rfc8785.dumps(obj[body_key])
         canonical = b"{" + b",".join(
-            rfc8785.dumps(k) + b":" + (verdict if k == "verdict" else rfc8785.dumps(obj[k]))
+            rfc8785.dumps(k) + b":" + (verdict if k == body_key else rfc8785.dumps(obj[k]))
             for k in sorted(obj)) + b"}"
     except FormatError:
         raise
@@ -211,6 +261,8 @@ def parse_record_checked(line: bytes) -> tuple[dict[str, Any], bytes, bool]:
     _shape(obj)
     if not canon.same(line, obj):  # duplicate keys, spaces, order...: rfc8785 judges
         return (*_parse_strict(line), False)
+    if obj["schema"] == EVENT_SCHEMA:  # the event is the first key, only scalars after it
+        return obj, line[len(_EVENT_KEY):line.rindex(_AFTER_EVENT)], True
     # canonical, and every value before "verdict" is a scalar: the first ',"verdict":' is
     # the key (a JSON string cannot hold a bare '"'), ',"verdict_sha256":' the last one
     cut = line.index(_VERDICT_KEY) + len(_VERDICT_KEY)
@@ -229,7 +281,8 @@ def is_torn_record(data: bytes) -> bool:
     a writer that died mid-``write`` leaves. Canonical JSON sorts keys, so every record
     line starts with the same bytes."""
     head = data[:len(_FIRST_KEY)]
-    return _FIRST_KEY.startswith(head) and b"\n" not in data
+    return (_FIRST_KEY.startswith(head) or _EVENT_KEY.startswith(data[:len(_EVENT_KEY)])) \
+        and b"\n" not in data
 
 
 def summary_mismatches(record: dict[str, Any], verdict_bytes: bytes | None = None,
@@ -237,6 +290,8 @@ def summary_mismatches(record: dict[str, Any], verdict_bytes: bytes | None = Non
     """Summary fields that disagree with the embedded verdict (empty when consistent).
     ``fast``: the record passed :func:`parse_record`'s fast path, so its numbers and
     characters are ones the C encoder writes in RFC 8785 form."""
+    if record.get("schema") == EVENT_SCHEMA:
+        return _event_mismatches(record, verdict_bytes)
     v = record["verdict"]
     expect = {
         "decision": v.get("decision"),
@@ -258,8 +313,22 @@ def summary_mismatches(record: dict[str, Any], verdict_bytes: bytes | None = Non
     return bad
 
 
+def _event_mismatches(record: dict[str, Any], body: bytes | None) -> list[str]:
+    e = record["event"]
+    bad = [k for k in ("kind", "subject") if record[k] != e.get(k)]
+    try:
+        if record["event_sha256"] != sha256_tag(body or canon.dumps(e)):
+            bad.append("event_sha256")
+    except canon.CanonicalizationError:
+        bad.append("event")
+    return bad
+
+
 def verdict_schema_problem(record: dict[str, Any]) -> str | None:
-    """Whether the verdict still validates against today's model (schema drift, not tamper)."""
+    """Whether the verdict still validates against today's model (schema drift, not tamper).
+    Events have no model here (their producers define them): never drift."""
+    if record.get("schema") == EVENT_SCHEMA:
+        return None
     try:
         Verdict.model_validate(record["verdict"])
     except ValueError as exc:

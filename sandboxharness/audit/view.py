@@ -31,8 +31,16 @@ class LogEntry:
 
     @property
     def verdict(self) -> dict[str, Any]:
-        v: dict[str, Any] = self.record["verdict"]
+        """The record's verdict; empty for an event record (FORMAT.md, "Event records")."""
+        v: dict[str, Any] = self.record.get("verdict") or {}
         return v
+
+    @property
+    def decision(self) -> str:
+        """The verdict's decision, or ``event <kind>`` for an event record."""
+        if "verdict" in self.record:
+            return str(self.record["decision"])
+        return f"event {self.record.get('kind')}"
 
     def field(self, *path: str) -> str:
         node: Any = self.verdict
@@ -80,7 +88,7 @@ def select(entries: Sequence[LogEntry], *, decision: str | None = None,
     out = []
     for e in entries:
         when = datetime.fromisoformat(e.record["recorded_at"])
-        if decision and e.record["decision"] != decision:
+        if decision and e.decision != decision:
             continue
         if definition and definition not in (e.field("definition", "name"),
                                              e.field("definition", "sha256")):
@@ -101,15 +109,15 @@ CSV_COLUMNS = ["index", "signed", "recorded_at", "decision", "reasons", "candida
 def _row(e: LogEntry) -> dict[str, str]:
     r = e.record
     return {"index": str(e.index), "signed": str(e.signed).lower(),
-            "recorded_at": r["recorded_at"], "decision": str(r["decision"]),
+            "recorded_at": r["recorded_at"], "decision": e.decision,
             "reasons": ";".join(e.reason_codes()), "candidate": e.field("candidate", "name"),
-            "candidate_sha256": str(r["candidate_sha256"]),
+            "candidate_sha256": str(r.get("candidate_sha256", "")),
             "author": e.field("candidate", "author"),
             "language": e.field("candidate", "language"),
             "definition": e.field("definition", "name"),
-            "definition_sha256": str(r["definition_sha256"]),
-            "policy": e.field("policy", "name"), "policy_sha256": str(r["policy_sha256"]),
-            "seed": str(r["seed"]), "harness_version": str(r["harness_version"]),
+            "definition_sha256": str(r.get("definition_sha256", "")),
+            "policy": e.field("policy", "name"), "policy_sha256": str(r.get("policy_sha256", "")),
+            "seed": str(r.get("seed", "")), "harness_version": str(r["harness_version"]),
             "leaf_hash": e.leaf_hash}
 
 

@@ -150,7 +150,7 @@ def show_cmd(
             table.add_column(col)
         for e in rows:
             table.add_row(*(Text(_clean(v, 60)) for v in (
-                e.index, e.record["recorded_at"][:19], e.record["decision"],
+                e.index, e.record["recorded_at"][:19], e.decision,
                 e.field("candidate", "name"), e.field("candidate", "author"),
                 e.field("definition", "name"), ",".join(e.reason_codes()) or "-",
                 "yes" if e.signed else "UNSIGNED")))
