@@ -28,12 +28,16 @@ from .docker_config import (
     LABEL,
     WORKER_LABEL,
     ContainerSettings,
+    JobExtras,
     create_args,
     load_seccomp,
     prepare_host_dirs,
     worker_sha256,
 )
 from .docker_container import Container, remove, translated
+from .docker_gpu import VISIBLE, device_nodes, driver_lib_binds
+from .docker_hostrt import DRIVER_LIBS, ldconfig_paths
+from .docker_image import HOST_RUNTIME, image_binds
 from .interface import JobSpec, Sandbox, SandboxedProcess
 
 __all__ = ["DockerSandbox", "translated"]
@@ -93,6 +97,11 @@ class DockerSandbox(Sandbox):
             raise
         self.image_digest: str = str(image_obj.id)
         """The image id (``sha256:...``, the digest of its config): what every job runs."""
+        self.image_kind, self.host_binds, self._host_path = image_binds(image_obj.attrs)
+        """An offline image (``host-runtime``) names the host paths every job binds."""
+        self._check_hidden(self.host_binds)
+        self._toolkit = "nvidia" in runtimes and runtime == "runc"
+        """The NVIDIA container runtime is registered: a self-contained image uses it."""
         labels = (image_obj.attrs.get("Config") or {}).get("Labels") or {}
         self.worker_sha256 = str(labels.get(WORKER_LABEL, ""))
         if require_current_worker and self.worker_sha256 != worker_sha256():
@@ -119,20 +128,20 @@ class DockerSandbox(Sandbox):
             raise SandboxError("docker: GPU jobs under runsc need gVisor's --nvproxy in the "
                                "runtime's runtimeArgs (and a runsc build that has it)")
         user = self.settings.job_user()
+        extras, runtime = self._job_extras(job)
         with translated("prepare job directories"):
-            prepare_host_dirs(job, user)
+            prepare_host_dirs(job, user, host_scratch=extras.host_scratch)
         if os.stat(job.data_dir).st_mode & 0o005 != 0o005:
             self._warn(f"data dir {job.data_dir} is not world-readable: the container user "
                        "cannot read safetensors inputs there")
         job_id = secrets.token_hex(6)
         labels = {LABEL: job_id, "sandboxharness.role": job.role,
                   "sandboxharness.host-pid": str(os.getpid())}
-        gpu = (docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]]) if job.gpu else None)
         container, host = create_args(
-            job, image_id=self.image_digest, runtime=self.runtime, seccomp=self._seccomp,
+            job, image_id=self.image_digest, runtime=runtime, seccomp=self._seccomp,
             settings=self.settings, user=user, name=f"shx-{job.role}-{job_id}", labels=labels,
-            gpu_request=gpu, ulimit_type=docker.types.Ulimit, mount_type=docker.types.Mount,
-            log_config=docker.types.LogConfig(type="none"))
+            ulimit_type=docker.types.Ulimit, mount_type=docker.types.Mount,
+            log_config=docker.types.LogConfig(type="none"), extras=extras)
         with translated("create container"):
             created = self._api.create_container(
                 host_config=self._api.create_host_config(**host), **container)
@@ -140,10 +149,53 @@ class DockerSandbox(Sandbox):
         for warning in created.get("Warnings") or []:
             self._warn(f"docker: {warning}")
         try:
-            return Container(self._api, cid, job, deadline_s, self.settings)
+            return Container(self._api, cid, job, deadline_s, self.settings,
+                             host_scratch=extras.host_scratch)
         except BaseException:
             remove(self._api, cid)
             raise
+
+    def _job_extras(self, job: JobSpec) -> tuple[JobExtras, str]:
+        """(extras, runtime) for ``job``: the offline image's binds, and for
+        a GPU job its lane's device nodes (or, for a self-contained image where the NVIDIA
+        runtime is registered, that runtime's device request for the same GPU)."""
+        import docker.types
+
+        host_rt = self.image_kind == HOST_RUNTIME
+        binds = tuple(self.host_binds)
+        path = tuple(self._host_path) if host_rt else None
+        if not job.gpu:
+            return JobExtras(binds=binds, host_path=path, host_scratch=host_rt), self.runtime
+        visible = job.env.get(VISIBLE)
+        if self._toolkit and not host_rt:
+            ids = [v.strip() for v in (visible or "").split(",") if v.strip()]
+            req = docker.types.DeviceRequest(driver="nvidia", capabilities=[["gpu"]],
+                                             **({"device_ids": ids} if ids else {"count": -1}))
+            renumber = {VISIBLE: ",".join(str(i) for i in range(len(ids)))} if ids else {}
+            return JobExtras(host_scratch=True, device_request=req,
+                             env=tuple(renumber.items())), "nvidia"
+        devices, env = device_nodes(visible)
+        files: tuple[tuple[str, str], ...] = ()
+        if not host_rt:  # the image's own userland, the host's driver: bind it file by file
+            files = tuple(driver_lib_binds(ldconfig_paths(DRIVER_LIBS)))
+            lib = job.env.get("LD_LIBRARY_PATH")
+            env["LD_LIBRARY_PATH"] = ":".join(filter(None, [lib, "/usr/local/nvidia/lib64"]))
+        return (JobExtras(binds=binds, file_binds=files, devices=tuple(devices),
+                          host_scratch=True, host_path=path, env=tuple(env.items())),
+                self.runtime)
+
+    @staticmethod
+    def _check_hidden(binds: list[str]) -> None:
+        """No bind may reveal the harness's own tree (its keys, logs, job roots live near it)."""
+        import tempfile
+
+        own = [str(Path(__file__).resolve().parents[2]), tempfile.gettempdir()]
+        for b in binds:
+            for p in own:
+                if p == b or p.startswith(b.rstrip("/") + "/"):
+                    raise SandboxError(f"docker: the image binds host path {b}, which holds "
+                                       f"{p}: refusing (rebuild the image with the runtime "
+                                       "outside it)")
 
     def isolation(self) -> list[str]:
         layers = ["docker", "netns", "pidns", "ipcns", "utsns", "mountns", "no_new_privs",
@@ -165,9 +217,15 @@ class DockerSandbox(Sandbox):
 
     def describe(self) -> dict[str, str]:
         """What the verdict's environment should record about this backend."""
-        return {"backend": self.name, "runtime": self.runtime, "image": self.image_ref,
-                "image_digest": self.image_digest, "worker_sha256": self.worker_sha256,
-                "engine": self.engine_version}
+        out = {"backend": self.name, "runtime": self.runtime, "image": self.image_ref,
+               "image_digest": self.image_digest, "worker_sha256": self.worker_sha256,
+               "engine": self.engine_version,
+               "image_kind": self.image_kind or "self-contained",
+               "gpu_passthrough": ("nvidia-runtime" if self._toolkit and not self.image_kind
+                                   else "device-nodes (lane's GPU only)")}
+        if self.host_binds:
+            out["host_binds_ro"] = ",".join(self.host_binds)
+        return out
 
     def cleanup_leaked(self, older_than_s: float = 30 * 60) -> list[str]:
         """Remove labelled containers created more than ``older_than_s`` ago; their ids."""

@@ -58,6 +58,28 @@ class ContainerSettings:
         return uid, uid
 
 
+@dataclass(frozen=True)
+class JobExtras:
+    """What one job adds to the container beyond the common hardening (GPU, offline image)."""
+
+    binds: tuple[str, ...] = ()
+    """Host paths bound read-only at the same path (an offline image's runtime)."""
+    file_binds: tuple[tuple[str, str], ...] = ()
+    """(host path, container path), read-only (driver libraries for a self-contained image)."""
+    devices: tuple[str, ...] = ()
+    """Docker device entries ``host:container:rwm`` (the lane's GPU and the control nodes)."""
+    host_scratch: bool = False
+    """/job/tmp is the job's own host tmp dir (owned by the job uid, exec allowed), not a
+    tmpfs: Docker's tmpfs comes up root-owned and noexec on some engines, and GPU jobs
+    compile and load shared objects there."""
+    host_path: tuple[str, ...] | None = None
+    """PATH dirs of an image that borrows the host's runtime (see container_env)."""
+    env: tuple[tuple[str, str], ...] = ()
+    """Environment the job's GPU placement changes (CUDA_VISIBLE_DEVICES renumbered)."""
+    device_request: Any | None = None
+    """The NVIDIA runtime's device request (self-contained images where it is registered)."""
+
+
 def load_seccomp(path: Path | None = None) -> str:
     """The profile as the compact JSON Docker's API expects (``x-`` keys are documentation)."""
     path = path or Path(os.environ.get(SECCOMP_ENV) or shipped_file(DOCKER_SECCOMP))
@@ -87,16 +109,26 @@ def worker_sha256(root: Path | None = None) -> str:
     return hashlib.sha256("".join(lines).encode()).hexdigest()
 
 
-def container_env(job: JobSpec) -> dict[str, str]:
-    """worker_env with the host's job paths replaced by the container's."""
+def container_env(job: JobSpec, host_path: list[str] | None = None,
+                  overrides: dict[str, str] | None = None) -> dict[str, str]:
+    """worker_env with the host's job paths replaced by the container's.
+
+    ``host_path``: the image borrows the host's runtime at the host's own paths (an offline
+    image), so host tool locations stay valid: PATH is the image's venv, those dirs, then the
+    job's own PATH. None: a self-contained image, whose own locations replace the host's.
+    """
     env = worker_env(replace(job, tmp_dir=Path(CONTAINER_PATHS.tmp)))
     # the job uid has no passwd entry: getpass.getuser() (torch, triton) reads these first
     env.setdefault("USER", "sandbox")
     env.setdefault("LOGNAME", "sandbox")
-    # host tool locations mean nothing in the image: use the image's own
-    env["PATH"] = CONTAINER_PATH
-    if "CUDA_HOME" in env:
-        env["CUDA_HOME"] = CONTAINER_CUDA_HOME
+    if host_path is None:  # host tool locations mean nothing in the image: use its own
+        env["PATH"] = CONTAINER_PATH
+        if "CUDA_HOME" in env:
+            env["CUDA_HOME"] = CONTAINER_CUDA_HOME
+    else:
+        dirs = ["/opt/venv/bin", *host_path, *env["PATH"].split(":")]
+        env["PATH"] = ":".join(dict.fromkeys(d for d in dirs if d))
+    env.update(overrides or {})
     swaps = [(str(job.src_dir), CONTAINER_PATHS.src), (str(job.data_dir), CONTAINER_PATHS.data),
              (str(job.out_dir), CONTAINER_PATHS.out), (str(job.tmp_dir), CONTAINER_PATHS.tmp)]
     out = {}
@@ -108,26 +140,30 @@ def container_env(job: JobSpec) -> dict[str, str]:
     return out
 
 
-def prepare_host_dirs(job: JobSpec, user: tuple[int, int]) -> None:
-    """Let the container user read src and write out, and nothing more.
+def prepare_host_dirs(job: JobSpec, user: tuple[int, int], host_scratch: bool = False) -> None:
+    """Let the container user read src and write out (and tmp, with ``host_scratch``), and
+    nothing more.
 
     out: owned by the container user, 0700. src: group = the container user's group, dirs
     0750, files 0640, so it can read but not modify. Falls back to world-readable/-writable
     modes when the harness is not root (the job root above stays 0700, private to the host user).
     """
     uid, gid = user
-    for d in (job.src_dir, job.out_dir, job.data_dir):
+    owned = [job.out_dir, *([job.tmp_dir] if host_scratch else [])]
+    for d in (job.src_dir, job.data_dir, *owned):
         st = os.lstat(d)
         if not stat.S_ISDIR(st.st_mode):
             raise SandboxError(f"job directory {d} is not a directory (or is a symlink)")
     try:
-        os.chown(job.out_dir, uid, gid)
-        os.chmod(job.out_dir, 0o700)
+        for d in owned:
+            os.chown(d, uid, gid)
+            os.chmod(d, 0o700)
         for path, dir_mode, file_mode in _walk(job.src_dir):
             os.lchown(path, -1, gid)
             os.chmod(path, dir_mode if path.is_dir() else file_mode)
     except PermissionError:
-        os.chmod(job.out_dir, 0o777)  # noqa: S103  (under the host's private 0700 job root)
+        for d in owned:
+            os.chmod(d, 0o777)  # noqa: S103  (under the host's private 0700 job root)
         for path, _, _ in _walk(job.src_dir):
             os.chmod(path, 0o755 if path.is_dir() else 0o644)  # noqa: S103
 
@@ -145,8 +181,9 @@ def _walk(root: Path) -> list[tuple[Path, int, int]]:
 def create_args(job: JobSpec, *, image_id: str, runtime: str, seccomp: str,
                 settings: ContainerSettings, user: tuple[int, int], name: str,
                 labels: dict[str, str],
-                gpu_request: Any | None, ulimit_type: Any, mount_type: Any,
-                log_config: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+                ulimit_type: Any, mount_type: Any,
+                log_config: Any, extras: JobExtras = JobExtras()
+                ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(create_container kwargs, create_host_config kwargs) for one job.
 
     The docker SDK's types are passed in so this module stays importable without the SDK.
@@ -185,23 +222,33 @@ def create_args(job: JobSpec, *, image_id: str, runtime: str, seccomp: str,
         "runtime": runtime,
         "shm_size": settings.shm_mb * MB,
         # the container's own /tmp: a private tmpfs, not the host's
-        "tmpfs": {p.tmp: tmp_opts, "/tmp": "rw,noexec,nosuid,nodev,size=64m,nr_inodes=4096,mode=1777"},  # noqa: S108
+        "tmpfs": {**({} if extras.host_scratch else {p.tmp: tmp_opts}),
+                  "/tmp": "rw,noexec,nosuid,nodev,size=64m,nr_inodes=4096,mode=1777"},  # noqa: S108
         "mounts": [
+            *(mount_type(target=b, source=b, type="bind", read_only=True)
+              for b in extras.binds),
+            *(mount_type(target=c, source=h, type="bind", read_only=True)
+              for h, c in extras.file_binds),
             mount_type(target=p.src, source=str(job.src_dir), type="bind", read_only=True),
             mount_type(target=p.data, source=str(job.data_dir), type="bind", read_only=True),
             mount_type(target=p.out, source=str(job.out_dir), type="bind", read_only=False),
+            *([mount_type(target=p.tmp, source=str(job.tmp_dir), type="bind", read_only=False)]
+              if extras.host_scratch else []),
         ],
         "log_config": log_config,  # no host-side log file: stderr comes over the attach socket
         "auto_remove": False,  # we read State (OOMKilled, ExitCode) before removing
     }
-    if gpu_request is not None:
-        host["device_requests"] = [gpu_request]
+    if extras.device_request is not None:
+        host["device_requests"] = [extras.device_request]
+    if extras.devices:
+        host["devices"] = list(extras.devices)
     container = {
         "image": image_id,
         "entrypoint": WORKER_ARGV[:1],
         "command": WORKER_ARGV[1:],
         "user": f"{uid}:{gid}",
-        "environment": container_env(job),
+        "environment": container_env(
+            job, None if extras.host_path is None else list(extras.host_path), dict(extras.env)),
         "working_dir": p.tmp,
         "hostname": "sandbox",
         "stdin_open": True,

@@ -18,6 +18,8 @@ from .interface import ExitInfo, JobSpec, SandboxedProcess
 from .out_quota import OutDirWatch
 
 STDOUT_HIGH_WATER = 8 * 1024 * 1024
+SCRATCH_MAX_ENTRIES = 32_768
+"""The tmpfs's nr_inodes, for a host scratch dir: a file-count bomb stops there too."""
 
 
 @contextlib.contextmanager
@@ -47,13 +49,14 @@ def _signal_code(code: int) -> int:
 
 class Container(SandboxedProcess):
     def __init__(self, api: Any, cid: str, job: JobSpec, deadline_s: float,
-                 settings: ContainerSettings) -> None:
+                 settings: ContainerSettings, *, host_scratch: bool = False) -> None:
         self.paths = CONTAINER_PATHS
         self._api, self._id = api, cid
         self._lock = threading.Lock()
         self._info: ExitInfo | None = None
         self._timed_out = False
         self._watch: OutDirWatch | None = None
+        self._scratch: OutDirWatch | None = None
         with translated("attach"):
             sock = api.attach_socket(cid, params={"stdin": 1, "stdout": 1, "stderr": 1,
                                                   "stream": 1})
@@ -69,6 +72,9 @@ class Container(SandboxedProcess):
         self._timer.start()
         self._watch = OutDirWatch(job.out_dir, settings.out_quota_mb * 1024 * 1024,
                                   settings.out_max_entries, self._kill_now)
+        if host_scratch:  # the tmpfs's size and inode caps, kept by a watch instead
+            self._scratch = OutDirWatch(job.tmp_dir, settings.tmpfs_mb * 1024 * 1024,
+                                        SCRATCH_MAX_ENTRIES, self._kill_now)
 
     @property
     def container_id(self) -> str:
@@ -121,8 +127,9 @@ class Container(SandboxedProcess):
         with self._lock:
             if self._info is None:
                 self._timer.cancel()
-                if self._watch is not None:
-                    self._watch.stop()
+                for watch in (self._watch, self._scratch):
+                    if watch is not None:
+                        watch.stop()
                 try:
                     self._info = self._reap()
                 finally:
@@ -155,9 +162,10 @@ class Container(SandboxedProcess):
         limit = "memory" if state.get("OOMKilled") else (
             "cpu" if rc == -signal.SIGXCPU else None)
         log = self._stream.log_text()
-        if self._watch is not None and self._watch.exceeded:
-            limit = "disk"
-            log += f"\n[sandboxharness] killed: {self._watch.exceeded}\n"
+        for what, watch in (("", self._watch), ("scratch (/job/tmp): ", self._scratch)):
+            if watch is not None and watch.exceeded:
+                limit = "disk"
+                log += f"\n[sandboxharness] killed: {what}{watch.exceeded}\n"
         return ExitInfo(returncode=rc, timed_out=self._timed_out, limit_hit=limit,
                         stderr=log, dropped_log_bytes=self._stream.dropped)
 

@@ -18,6 +18,7 @@ from sandboxharness.models.policy import Limits
 from sandboxharness.sandbox.docker_config import (
     CONTAINER_PATHS,
     ContainerSettings,
+    JobExtras,
     container_env,
     create_args,
     prepare_host_dirs,
@@ -46,7 +47,8 @@ def _args(job: JobSpec, user: tuple[int, int] = (200001, 200001), gpu: object = 
 
     return create_args(job, image_id="sha256:abc", runtime="runc", seccomp="{}",
                        settings=ContainerSettings(), user=user, name="n", labels={"l": "1"},
-                       gpu_request=gpu, ulimit_type=kw, mount_type=kw, log_config="none")
+                       ulimit_type=kw, mount_type=kw, log_config="none",
+                       extras=JobExtras(device_request=gpu))
 
 
 def test_container_is_hardened(tmp_path: Path) -> None:
