@@ -85,24 +85,41 @@ def policy_dict(name: str, **over: Any) -> dict[str, Any]:
 
 
 # -- one evaluation (also run in pool workers) ----------------------------------------------
+def make_sandbox(task: dict[str, Any]) -> Any:
+    """The task's backend: the hardened process sandbox, or the Docker backend running the
+    image $SANDBOXHARNESS_DOCKER_IMAGE names (benchmarks/gpu_docker.sh builds the offline one)."""
+    if task.get("backend") == "docker":
+        from sandboxharness.sandbox.docker import DockerSandbox
+
+        return DockerSandbox(cpus=float(os.environ.get("SHX_DOCKER_CPUS", "4")))
+    from sandboxharness.sandbox.process import ProcessSandbox
+
+    return ProcessSandbox(**task.get("sandbox", {}))
+
+
 def evaluate(task: dict[str, Any]) -> dict[str, Any]:
     from sandboxharness.intake import load_definition, load_solution, load_workloads
     from sandboxharness.models import Policy
     from sandboxharness.pipeline import Harness
-    from sandboxharness.sandbox.process import ProcessSandbox
 
     t0 = time.monotonic()
     out: dict[str, Any] = {"label": task["label"], "group": task["group"],
-                           "expected": task["expected"]}
+                           "expected": task["expected"], "backend": task.get("backend", "process")}
+    sandbox = None
     try:
         policy = Policy.model_validate(task["policy"])
-        sandbox = ProcessSandbox(**task.get("sandbox", {}))
+        sandbox = make_sandbox(task)
         verdict = Harness(policy, sandbox=sandbox).evaluate(
             load_definition(task["definition"]), load_solution(task["solution"]),
             load_workloads(task["workloads"]), seed=task.get("seed", 20261130))
     except Exception as exc:  # noqa: BLE001  recorded as a harness failure of this case
         out.update(error=f"{type(exc).__name__}: {exc}"[:800], wall_s=time.monotonic() - t0)
         return out
+    finally:
+        close = getattr(sandbox, "close", None)
+        if callable(close):
+            close()
+    out["environment_extra"] = verdict.environment.extra
     out["wall_s"] = time.monotonic() - t0
     out["decision"] = verdict.decision
     out["codes"] = sorted({r.code.value for r in verdict.reasons})
@@ -555,6 +572,8 @@ def main() -> None:
     ap.add_argument("--tests", default="", help="pytest -k expression for section E")
     ap.add_argument("--groups", default="", help="comma list: only these section-A groups "
                     "(examples, planted, redteam)")
+    ap.add_argument("--backend", choices=("process", "docker"), default="process",
+                    help="the sandbox of sections A and B (docker: $SANDBOXHARNESS_DOCKER_IMAGE)")
     args = ap.parse_args()
     BUDGET = args.budget_s
     skip = set(filter(None, args.skip.split(",")))
@@ -588,7 +607,9 @@ def main() -> None:
         if importlib.util.find_spec("flashinfer") is not None:  # the gate's baseline
             seq += [dict(t, label=t["label"] + " (gate)", group="gate", expected="report")
                     for t in gpu_tasks({"honest"}, gate_policy) if "rmsnorm" in t["label"]]
-    env = environment()
+    for t in par + seq:
+        t["backend"] = args.backend
+    env = {**environment(), "backend": args.backend}
     log(f"environment: {json.dumps(env)}")
     if args.groups:
         par = [t for t in par if t["group"] in args.groups.split(",")]
