@@ -166,6 +166,10 @@ def _register_optional() -> None:
 
     app.command(name="examples")(examples)
     app.command(name="run")(run_local)
+    from .report_cmd import export, report_app
+
+    app.command(name="export")(export)
+    app.add_typer(report_app, name="report")
 
 
 _register_optional()
