@@ -32,12 +32,14 @@ from .stages.compile import CompileStage
 from .stages.context import GPU_LANGUAGES, EvaluationContext, SoFar, StageRunner
 from .stages.correctness import CorrectnessStage
 from .stages.lanes import NO_LANE, GpuLane
+from .stages.profile import ProfileStage
 from .stages.sanitizer import SanitizerStage
 from .stages.sources import PolicyStage, StaticStage
 
 Observer = Callable[[StageResult], None]
 STAGES: tuple[StageRunner, ...] = (PolicyStage(), StaticStage(), CompileStage(),
-                                   CorrectnessStage(), SanitizerStage(), BenchmarkStage())
+                                   CorrectnessStage(), SanitizerStage(), BenchmarkStage(),
+                                   ProfileStage())
 """In order; each stage skips itself (with the reason) when an earlier one failed."""
 
 

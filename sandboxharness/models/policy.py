@@ -244,6 +244,24 @@ class SanitizerRules(FrozenModel):
     """Run the tools side by side (separate sandboxed processes)."""
 
 
+class ProfileRules(FrozenModel):
+    """Nsight Compute on the candidate's call for one representative workload per regime (GPU
+    only), parsed into a signature (``sandboxharness.profile``). Evidence for the optimisation
+    loop, never a gate: a profile that cannot be made is recorded, not a reject."""
+
+    enabled: bool = False
+    """Off by default: ncu costs ~10 s to start plus replay passes per kernel; campaigns and
+    agents' submissions turn it on."""
+    timeout_s: float = Field(default=180.0, gt=0, le=3600)
+    """Wall clock for the whole profile job (start, build, every regime's calls)."""
+    max_regimes: int = Field(default=3, ge=1, le=16)
+    """Regimes profiled at most (one representative workload each)."""
+    max_kernels_per_call: int = Field(default=16, ge=1, le=256)
+    """Kernels profiled per call at most (ncu replays each one many times)."""
+    max_report_bytes: int = Field(default=4 * 1024 * 1024, gt=0, le=64 * 1024 * 1024)
+    """ncu's CSV report, read from the sandbox's out directory; larger is refused."""
+
+
 class SandboxRules(FrozenModel):
     backend: Literal["auto", "process", "docker"] = "auto"
     docker_runtime: Literal["runc", "runsc"] = "runc"
@@ -275,6 +293,7 @@ class Policy(FrozenModel):
     """Stages that must pass; a required stage that was skipped rejects."""
     promotion: Promotion = Promotion()
     sanitizer: SanitizerRules = SanitizerRules()
+    profile: ProfileRules = ProfileRules()
     sandbox: SandboxRules = SandboxRules()
     audit: AuditRules = AuditRules()
 

@@ -90,9 +90,9 @@ def number(raw: str, unit: str = "") -> float | None:
     return value * _SCALE.get(unit.strip().lower(), 1.0)
 
 
-def _lines(text: str) -> tuple[list[str], list[str]]:
-    if len(text.encode("utf-8", errors="replace")) > MAX_REPORT_BYTES:
-        raise NcuParseError(f"report of more than {MAX_REPORT_BYTES} bytes")
+def _lines(text: str, max_bytes: int) -> tuple[list[str], list[str]]:
+    if len(text) > max_bytes or len(text.encode("utf-8", errors="replace")) > max_bytes:
+        raise NcuParseError(f"report of more than {max_bytes} bytes")
     lines = text.splitlines()
     if len(lines) > MAX_LINES:
         raise NcuParseError(f"report of {len(lines)} lines (at most {MAX_LINES})")
@@ -127,9 +127,9 @@ def _kernel_id(raw: str, n: int) -> int:
     return value
 
 
-def parse(text: str) -> NcuReport:
+def parse(text: str, *, max_bytes: int = MAX_REPORT_BYTES) -> NcuReport:
     """The kernels of one ncu CSV report (see the module doc for what is accepted)."""
-    body, errors = _lines(text)
+    body, errors = _lines(text, max_bytes)
     rows = list(csv.reader(body))
     if not rows and errors:
         return NcuReport([], errors, "raw")

@@ -27,7 +27,8 @@ WORKER_MODULE = "sandboxharness.worker"
 CHANNEL_ENV = "SHX_CHANNEL_FDS"
 """Set by the worker itself when it re-execs under compute-sanitizer: the channel's fds."""
 SANITIZER_ENV = "SHX_SANITIZER_ARGV"
-"""JSON argv of compute-sanitizer: the worker becomes its child before taking the channel."""
+"""JSON argv of the tool that wraps the worker (compute-sanitizer, or ncu for the profile):
+the worker becomes its child before taking the channel."""
 NO_CUPTI_ENV = "SHX_NO_CUPTI"
 """``1``: time GPU calls without CUPTI (the device-sync floor only)."""
 BUILD_ROOT = "shx-build"
@@ -184,13 +185,18 @@ class Call:
     case: Payload
     seed: int
     save: str
+    profile: bool = False
+    """GPU, under ncu: open the call with the marker kernel inside cudaProfilerStart/Stop, so
+    the profiler measures this call's kernels only (``sandboxharness.profile``)."""
 
     def to_wire(self) -> dict[str, Any]:
-        return {"op": self.OP.value, "case": self.case, "seed": self.seed, "save": self.save}
+        msg = {"op": self.OP.value, "case": self.case, "seed": self.seed, "save": self.save}
+        return {**msg, "profile": True} if self.profile else msg
 
     @classmethod
     def from_wire(cls, msg: Mapping[str, Any]) -> Call:
-        return cls(msg["case"], int(msg["seed"]), str(msg["save"]))
+        return cls(msg["case"], int(msg["seed"]), str(msg["save"]),
+                   profile=msg.get("profile") is True)
 
 
 @dataclass(frozen=True)

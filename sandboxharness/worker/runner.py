@@ -121,6 +121,9 @@ class Worker:
         """Correctness calls: (save path, case, outputs), re-digested at ``recheck``."""
         self.bench_case: dict[str, Any] = {}
         self.gpu: Any = None  # worker.gputimer.GpuTimer on CUDA devices, else None
+        self.profiler: tuple[Any, Any, Any] | None = None
+        """CUDA: cudaProfilerStart, cudaProfilerStop and the marker kernel (``torch.cuda._sleep``),
+        taken before the candidate loads so that a patch of torch cannot change them."""
         self.launches = LaunchCounter()
 
     # -- one call of the candidate --------------------------------------------------------
@@ -130,17 +133,24 @@ class Worker:
     def _inputs(self, case: dict[str, Any], seed: int) -> list[Any]:
         return make_inputs(case, seed, self.hello.device, self.hello.data)
 
-    def _invoke(self, inputs: list[Any], case: dict[str, Any]) -> tuple[list[Any], float]:
+    def _invoke(self, inputs: list[Any], case: dict[str, Any],
+                profile: bool = False) -> tuple[list[Any], float]:
         device = self.hello.device
+        marked = self.profiler if profile else None
         outs = self._outputs(case)
         if self.gpu is not None:
             self.gpu.remember(inputs)
         _sync(device)
         gc.disable()  # in every phase alike (no tell), until the call's results are sent
+        if marked is not None:  # under ncu: profile this call's kernels, after the marker
+            marked[0]()
+            marked[2](1)
         t0 = _clock()
         ret = self.fn(*inputs, *outs)
         _sync(device)
         elapsed = _clock() - t0
+        if marked is not None:
+            marked[1]()
         return (outs if self.hello.dps else _as_list(ret)), elapsed
 
     def _named(self, case: dict[str, Any], outs: list[Any],
@@ -208,6 +218,8 @@ class Worker:
             from .gputimer import GpuTimer
 
             self.gpu = GpuTimer()
+            rt = torch.cuda.cudart()  # type: ignore[no-untyped-call]
+            self.profiler = (rt.cudaProfilerStart, rt.cudaProfilerStop, torch.cuda._sleep)
         import safetensors.torch  # noqa: F401  (the saver is in the snapshot)
 
         self.snapshot = Snapshot(own)
@@ -225,7 +237,7 @@ class Worker:
         case = req.case
         inputs = self._inputs(case, req.seed)
         self.launches.take()
-        outs, elapsed = self._invoke(inputs, case)
+        outs, elapsed = self._invoke(inputs, case, req.profile)
         gc.disable()  # again, should the call have switched it on: none until the reply
         launches = self.launches.take()
         described = [_describe(o) for o in outs]
