@@ -40,7 +40,7 @@ def _keys(paths: list[Path] | None, logs: list[Path] | None) -> list[PublicKey]:
 
     if logs and not paths:
         raise InputError("--audit-log needs --public-key (the log's trusted key)")
-    return read_public_keys(paths or [])
+    return read_public_keys(paths) if paths else []
 
 
 @archive_app.command("verify")

@@ -60,6 +60,9 @@ def run(  # noqa: PLR0913  (typer: one parameter per CLI flag)
     json_out: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
     ray: Annotated[str | None, typer.Option("--ray", help="run each candidate as a Ray task on "
                                             "this cluster: auto or HOST:PORT")] = None,
+    archive: Annotated[Path | None, typer.Option(help="archive every artifact here (default: "
+                                                 "DATASET/archive)")] = None,
+    no_archive: Annotated[bool, typer.Option("--no-archive", help="archive nothing")] = False,
 ) -> None:
     """Evaluate every solution of a dataset on its definition's workloads; traces go to
     DATASET/traces/. Exit 0 all have verdicts, 2 bad input, 3 harness error."""
@@ -75,6 +78,8 @@ def run(  # noqa: PLR0913  (typer: one parameter per CLI flag)
     try:
         if log_level not in LEVELS:
             raise InputError(f"--log-level must be one of {', '.join(LEVELS)}", where=log_level)
+        if no_archive and archive is not None:
+            raise InputError("--archive and --no-archive exclude each other", where=str(archive))
         if log_file is not None and not log_file.parent.is_dir():
             raise InputError("directory does not exist", where=str(log_file.parent))
         signer = audit_hook.load_signer_first(audit_log, signing_key, None, policy)
@@ -82,7 +87,8 @@ def run(  # noqa: PLR0913  (typer: one parameter per CLI flag)
         options = RunOptions(policy=pol, backend=backend, jobs=jobs, gpus=_gpus(gpus),
                              resume=resume, seed=seed, definitions=_names(definitions),
                              solutions=_names(solutions),
-                             hidden_paths=audit_hook.secret_paths(audit_log, signing_key))
+                             hidden_paths=audit_hook.secret_paths(audit_log, signing_key),
+                             archive=None if no_archive else archive or local / "archive")
         log = RunLog(log_file, log_level) if log_file is not None else None
         err = console(stderr=True)
         progress = Progress(err, total=0, live=err.is_terminal and not json_out)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from .._internal import host
+from ..archive import Archive
 from ..errors import HarnessError, InfrastructureError, InputError
 from ..intake import check_pairing
 from ..models import Policy, StageResult, Verdict
@@ -55,6 +56,10 @@ class RunOptions:
     definitions: Sequence[str] = ()
     solutions: Sequence[str] = ()
     hidden_paths: Sequence[Path] = ()
+    archive: Path | None = None
+    """Archive every candidate's artifacts and verdict here (``sandboxharness.archive``), from
+    wherever it is evaluated: under Ray each node writes to this path, so it must be storage
+    the nodes share (what one node's disk holds alone, ``archive verify`` reports missing)."""
 
 
 @dataclass(frozen=True)
@@ -239,23 +244,27 @@ def local_evaluator(run: DatasetRun, lanes: Lanes) -> Evaluate:
     from ..sandbox import select_backend
 
     opts = run.options
+    archive = Archive(opts.archive, create=True) if opts.archive is not None else None
+    hidden = [*opts.hidden_paths, *([archive.root] if archive is not None else [])]
     sandbox = select_backend(opts.backend or opts.policy.sandbox.backend, opts.policy,
-                             hidden_paths=[p for p in opts.hidden_paths if Path(p).exists()])
+                             hidden_paths=[p for p in hidden if Path(p).exists()])
 
     def evaluate(task: Task, on_event: OnEvent) -> Verdict:
         d, s = run.pair(task)
         with lanes.place() as lane:
-            return _evaluate(task, (d, s), run, lane=lane, sandbox=sandbox, on_event=on_event)
+            return _evaluate(task, (d, s), run, lane=lane, sandbox=sandbox, on_event=on_event,
+                             archive=archive)
 
     return evaluate
 
 
 def _evaluate(task: Task, pair: tuple[DefinitionEntry, SolutionEntry], run: DatasetRun, *,
-              lane: GpuLane, sandbox: Sandbox, on_event: OnEvent) -> Verdict:
+              lane: GpuLane, sandbox: Sandbox, on_event: OnEvent,
+              archive: Archive | None = None) -> Verdict:
     from ..pipeline import Harness
 
     d, s = pair
-    harness = Harness(run.options.policy, sandbox=sandbox,
+    harness = Harness(run.options.policy, sandbox=sandbox, archive=archive,
                       observer=lambda r: on_event(RunEvent("stage", task, stage=r)))
     return harness.evaluate(d.definition, s.solution, list(d.workloads), seed=task.seed,
                             blob_root=run.dataset.root, lane=lane,
