@@ -170,6 +170,13 @@ def _register_optional() -> None:
 
     app.command(name="export")(export)
     app.add_typer(report_app, name="report")
+    from .mcp_cmd import mcp_app
+
+    app.add_typer(mcp_app, name="mcp", help="The MCP gateway for agents (serve, token add).")
+    from .campaign_cmd import campaign_app
+
+    app.add_typer(campaign_app, name="campaign",
+                  help="Optimisation campaigns: rounds, one verdict each, enforced promotion.")
 
 
 _register_optional()

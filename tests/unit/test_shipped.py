@@ -57,10 +57,14 @@ def test_wheel_configuration_lists_every_package_and_shipped_file() -> None:
     on_disk = {".".join(d.relative_to(REPO).parts) for d in (REPO / "sandboxharness").rglob("*")
                if d.is_dir() and any(d.glob("*.py"))} | {"sandboxharness"}
     assert on_disk - listed == set()
-    assert st["package-dir"] == {"sandboxharness._shipped.policies": "policies"}
+    assert st["package-dir"] == {"sandboxharness._shipped.policies": "policies",
+                                 "sandboxharness._shipped.skills": "skills"}
     for path in (REPO / "policies").rglob("*"):
         if path.is_file():
             rel = path.relative_to(REPO / "policies")
             pkg = ".".join(("sandboxharness._shipped.policies", *rel.parent.parts))
             assert pkg in listed, rel
             assert any(path.match(g) for g in st["package-data"].get(pkg, [])), rel
+    for path in (REPO / "skills").rglob("*.md"):  # every skill ships (bundles name their hashes)
+        rel = path.relative_to(REPO / "skills")
+        assert any(rel.match(g) for g in st["package-data"]["sandboxharness._shipped.skills"]), rel
