@@ -11,16 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from ..errors import InputError, one_line
 from ..intake import parse_model
 from ..models._base import FrozenModel, Label, Text
 
-__all__ = ["Catalogue", "Direction", "DirectionStatus", "load_catalogue", "pick_direction"]
+__all__ = ["Catalogue", "Direction", "DirectionStatus", "load_catalogue", "load_yaml_model",
+           "pick_direction"]
 
 SHIPPED = Path(__file__).with_name("directions.yaml")
 MAX_CATALOGUE_BYTES = 1024 * 1024
@@ -61,7 +62,12 @@ class DirectionStatus(FrozenModel):
     recommended: bool = False
 
 
-def _read(path: Path) -> Catalogue:
+M = TypeVar("M", bound=BaseModel)
+
+
+def load_yaml_model(path: Path, model: type[M], what: str) -> M:
+    """A small YAML document validated as ``model``: size-capped, safe loader, one-line
+    errors naming the file."""
     try:
         if path.stat().st_size > MAX_CATALOGUE_BYTES:
             raise InputError(f"larger than {MAX_CATALOGUE_BYTES} bytes", where=str(path))
@@ -72,14 +78,15 @@ def _read(path: Path) -> Catalogue:
     except (yaml.YAMLError, UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise InputError(f"invalid YAML: {one_line(exc, 200)}", where=str(path)) from None
     if not isinstance(data, dict):
-        raise InputError("a direction catalogue is a mapping with 'directions'", where=str(path))
-    return parse_model(Catalogue, data, str(path))
+        raise InputError(f"{what} must be a YAML mapping", where=str(path))
+    return parse_model(model, data, str(path))
 
 
 def load_catalogue(user_file: Path | None = None) -> Catalogue:
     """The shipped catalogue, extended by ``user_file`` when given."""
-    shipped = _read(SHIPPED)
-    return shipped if user_file is None else shipped.merged(_read(user_file))
+    shipped = load_yaml_model(SHIPPED, Catalogue, "a direction catalogue")
+    return shipped if user_file is None else shipped.merged(
+        load_yaml_model(user_file, Catalogue, "a direction catalogue"))
 
 
 def _matches(d: Direction, bottleneck: str, limiter: str | None) -> int:

@@ -53,9 +53,8 @@ class View:
     def next_round(self) -> int:
         return (self.rounds[-1]["round"] + 1) if self.rounds else 1
 
-    @property
-    def stopped(self) -> dict[str, Any] | None:
-        return self.events[-1] if self.events else None
+    halted: dict[str, Any] | None = None
+    """The supervisor's last stop or escalation, unless a later resumption acknowledged it."""
 
 
 def _status(view: View, body: dict[str, Any]) -> None:
@@ -106,6 +105,9 @@ def fold(state: CampaignState) -> View:
             _status(view, body)
         elif kind == "event":
             view.events.append(body)
+            view.halted = body
+        elif kind == "resumed" and body.get("acknowledged"):
+            view.halted = None
         if kind in ("baseline", "round"):
             view.device_s += float(body.get("device_s", 0.0))
             view.wall_s += float(body.get("wall_s", 0.0))
