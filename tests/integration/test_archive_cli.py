@@ -195,3 +195,25 @@ def test_objects_are_read_only(archived: dict[str, Any]) -> None:
     for p in (archived["archive"] / "sha256").rglob("*"):
         if p.is_file():
             assert not os.stat(p).st_mode & 0o222
+
+
+def test_run_local_archives_into_the_dataset(tmp_path: Path) -> None:
+    """A dataset run archives by default (DATASET/archive); its signed log vouches for it."""
+    from tests.integration.test_run_local import GOOD, POLICY, WRONG, _dataset
+
+    root = _dataset(tmp_path / "ds", {"good": GOOD, "wrong": WRONG})
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(POLICY)
+    log = tmp_path / "audit.jsonl"
+    res = sh("run", "--local", root, "--policy", policy, "--backend", "process",
+             "--audit-log", log)
+    assert res.returncode == 0, res.stderr
+    pub = next(tmp_path.glob("*.pub"))
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(records) == 2 and all(r["verdict"]["artifacts"] for r in records)
+    proc = sh("archive", "verify", "--archive", root / "archive", "--audit-log", log,
+              "--public-key", pub)
+    assert proc.returncode == 0 and "named by 2 signed record(s)" in proc.stdout, proc.stdout
+    off = sh("run", "--local", root, "--policy", policy, "--no-archive", "--archive",
+             tmp_path / "x")
+    assert off.returncode == 2 and len(off.stderr.splitlines()) == 1
