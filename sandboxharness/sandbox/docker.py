@@ -186,10 +186,15 @@ class DockerSandbox(Sandbox):
 
     @staticmethod
     def _check_hidden(binds: list[str]) -> None:
-        """No bind may reveal the harness's own tree (its keys, logs, job roots live near it)."""
+        """No bind may reveal the job roots (other jobs' files) or the checkout the harness
+        runs from (its keys and logs often live there); an installed package's site dir may be
+        bound, the package itself holds nothing secret."""
         import tempfile
 
-        own = [str(Path(__file__).resolve().parents[2]), tempfile.gettempdir()]
+        own = [tempfile.gettempdir()]
+        root = Path(__file__).resolve().parents[2]
+        if root.name not in ("site-packages", "dist-packages"):
+            own.append(str(root))
         for b in binds:
             for p in own:
                 if p == b or p.startswith(b.rstrip("/") + "/"):

@@ -158,6 +158,8 @@ def prepare_host_dirs(job: JobSpec, user: tuple[int, int], host_scratch: bool = 
         for d in owned:
             os.chown(d, uid, gid)
             os.chmod(d, 0o700)
+        for path, _, _ in _walk(job.out_dir)[1:]:  # what the host seeded (a build hand-over)
+            os.lchown(path, uid, gid)
         for path, dir_mode, file_mode in _walk(job.src_dir):
             os.lchown(path, -1, gid)
             os.chmod(path, dir_mode if path.is_dir() else file_mode)

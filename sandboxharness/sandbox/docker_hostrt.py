@@ -32,7 +32,10 @@ DRIVER_LIBS = ("libcuda.so.1", "libnvidia-ml.so.1", "libnvidia-ptxjitcompiler.so
 uses. Found through ``ldconfig -p`` (the same cache the container gets)."""
 ETC_PATHS = ("/etc/ld.so.cache", "/etc/alternatives")
 """Triton runs ``ldconfig -p`` to find libcuda; ``/usr/local/cuda`` points through alternatives."""
-ROOT_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+ROOT_LINKS = ("bin", "lib", "lib32", "lib64", "libx32")
+"""Top-level links copied as they are. Not /sbin: Docker mounts its init at /sbin/docker-init,
+which must land in the image's own /sbin, not inside the read-only /usr bind (there it would
+vanish under it): the image's /sbin is a directory of links to the host's sbin entries."""
 PSEUDO_FS = {"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "mqueue", "debugfs",
              "tracefs", "securityfs", "pstore", "bpf", "autofs", "fusectl", "configfs",
              "hugetlbfs", "binfmt_misc", "nsfs"}
@@ -55,6 +58,9 @@ class HostRuntime:
     """Top-level links of the host root (``lib -> usr/lib``), copied into the image."""
     path_dirs: tuple[str, ...]
     """Host directories for the container's PATH (the venv's bin, the CUDA tools)."""
+    sbin: tuple[str, ...] = ()
+    """Absolute host paths of the sbin entries (``ldconfig``: Triton runs /sbin/ldconfig),
+    linked from the image's own /sbin."""
     missing: tuple[str, ...] = ()
     """Modules, tools or libraries asked for and not found on this host."""
 
@@ -172,6 +178,8 @@ def discover(*, gpu: bool, forbidden: tuple[str, ...] = ()) -> HostRuntime:
             binds.append(str(p))
     binds += [p for p in ETC_PATHS if os.path.exists(p)]
     kept = collapse([b for b in binds if os.path.exists(b)])
+    sbin_dir = os.path.realpath("/sbin")
+    sbin = sorted(f"{sbin_dir}/{n}" for n in os.listdir(sbin_dir)) if _under(sbin_dir, kept) else []
     kept = kept + [m for m in submounts(kept) if m not in kept]
     for b in kept:
         for f in forbidden:
@@ -183,4 +191,4 @@ def discover(*, gpu: bool, forbidden: tuple[str, ...] = ()) -> HostRuntime:
         python=sys.executable, python_home=str(base_exe.parent),
         python_version=f"{sys.version_info.major}.{sys.version_info.minor}",
         site_dirs=tuple(site_dirs), binds=tuple(kept), root_links=tuple(links),
-        path_dirs=tuple(path_dirs), missing=tuple(missing))
+        path_dirs=tuple(path_dirs), sbin=tuple(sbin), missing=tuple(missing))

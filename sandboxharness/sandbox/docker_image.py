@@ -93,6 +93,11 @@ def skeleton(rt: HostRuntime, package_root: Path | None = None) -> bytes:
         root.dir(d, 0o1777 if d == "tmp" else 0o755)
     for name, target in rt.root_links:
         root.link(name, target)
+    root.dir("sbin")
+    for entry in rt.sbin:
+        if Path(entry).name != "docker-init":
+            root.link(f"sbin/{Path(entry).name}", entry)
+    root.file("sbin/docker-init", b"", 0o755)  # the mount point of the engine's init
     for b in rt.binds:
         if any(b.startswith(o.rstrip("/") + "/") for o in rt.binds if o != b):
             continue  # a submount: its mount point is inside a bound tree already
