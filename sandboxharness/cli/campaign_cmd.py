@@ -93,6 +93,14 @@ def run(  # noqa: PLR0913  (typer: one parameter per CLI flag)
             with signals.deferred():  # a signal during the append waits for its end
                 audit_hook.record(verdict, audit_log, None, signer)
 
+        def record_event(event: dict[str, Any]) -> None:
+            from .. import audit
+
+            if audit_log is None or signer is None:
+                return
+            with signals.deferred():
+                audit.record_event(event["kind"], event["subject"], event, audit_log, signer)
+
         skills = None
         try:
             from ..skills import load_skills
@@ -106,6 +114,7 @@ def run(  # noqa: PLR0913  (typer: one parameter per CLI flag)
                              acknowledge=acknowledge, skills=skills,
                              hidden=audit_hook.secret_paths(audit_log, signing_key),
                              record=record if signer is not None else None,
+                             record_event=record_event,
                              archive=state / "archive")
         result = run_campaign(cfg, say=eprint)
     except Exception as exc:  # noqa: BLE001  every failure becomes one line + exit code

@@ -2,10 +2,10 @@
 stops or escalates.
 
 The audit log gets every verdict the rounds measure (each candidate, each repeat, each replay)
-and, after each round, one round record: a verdict document whose promotion stage carries the
-round's verdict (archive, promote or reject), its reasons, the gates, the direction, the task
-bundle's hash, the hashes of the measured verdicts it rests on and the state's head hash. Its
-decision is ``promote`` only for a global promotion.
+and, after each round, one ``campaign.round`` event record: the round's verdict (archive,
+promote or reject) and why, the gates, the direction, the task bundle's hash, the hashes of the
+measured verdicts it rests on and the state's head hash; the supervisor's stop or escalation is
+a ``campaign.event`` record. The subject of both is the campaign's id (its first state hash).
 """
 
 from __future__ import annotations
@@ -21,18 +21,7 @@ from ..dataset.layout import load_dataset
 from ..errors import InputError
 from ..generators.interface import Generator
 from ..intake import check_pairing, load_solution
-from ..models import (
-    Candidate,
-    Environment,
-    Policy,
-    Reason,
-    ReasonCode,
-    Stage,
-    StageResult,
-    Subject,
-    Verdict,
-)
-from ..models._base import canonical_json, sha256_tag
+from ..models import Policy, Verdict
 from ..policy.campaign import CampaignRules
 from .controller import Controller
 from .directions import load_catalogue
@@ -41,7 +30,7 @@ from .state import CampaignState, candidate_key
 from .supervisor import Budget, Event, after_round, before_round, no_direction
 from .view import View, fold
 
-__all__ = ["CampaignConfig", "CampaignResult", "round_record", "run_campaign"]
+__all__ = ["CampaignConfig", "CampaignResult", "campaign_id", "round_event", "run_campaign"]
 
 
 @dataclass
@@ -62,6 +51,8 @@ class CampaignConfig:
     """Resume past a ``needs_human`` event (a person has looked)."""
     hidden: list[Path] = field(default_factory=list)
     record: Callable[[Verdict], None] | None = None
+    record_event: Callable[[dict[str, Any]], None] | None = None
+    """Audit events (each carries its ``kind`` and ``subject``)."""
     skills: Any = None
     archive: Path | None = None
 
@@ -140,50 +131,32 @@ def run_campaign(cfg: CampaignConfig, say: Callable[[str], None] = lambda _l: No
             break
         body = ctl.round(view.next_round, direction)
         say(f"round {body['round']}: {body['verdict']} — {direction.id}: {body['why']}")
-        if cfg.record is not None:
-            cfg.record(round_record(body, fold(state), entry.definition, cfg.policy,
-                                    state=state, env=ctl.environment))
+        if cfg.record_event is not None:
+            cfg.record_event(round_event(body, fold(state), state))
         ended = after_round(fold(state))
         if ended is not None:
             break
     assert ended is not None  # noqa: S101  the loop leaves only with an event
     state.append("event", ended.body())
+    if cfg.record_event is not None:
+        cfg.record_event(ended.body() | {"kind": "campaign.event", "event": ended.kind,
+                                         "subject": campaign_id(state),
+                                         "state_head": state.head})
     say(f"campaign {'needs a human' if ended.kind == 'needs_human' else 'stopped'}: "
         f"{ended.reason} ({ended.detail})")
     return CampaignResult(fold(state), ended.body())
 
 
-def round_record(body: dict[str, Any], view: View, definition: Any, policy: Policy, *,
-                 state: CampaignState, env: Environment | None) -> Verdict:
-    """The round as an audit record (see the module's docstring)."""
-    n, verdict = body["round"], body["verdict"]
-    reasons = [] if verdict == "promote" else [Reason(
-        code=ReasonCode.SLOWER_THAN_BASELINE if body.get("leader") else ReasonCode.STAGE_NOT_RUN,
-        stage=Stage.PROMOTION, message=f"campaign round {n}: {verdict}: {body['why']}")]
-    details = {k: body.get(k) for k in ("round", "verdict", "why", "direction", "hypothesis",
-                                        "bundle_sha256", "leader", "wins", "gates", "evidence",
-                                        "best_mean_ms", "gain", "notes")}
-    details |= {"record": "campaign-round", "state_head": state.head,
-                "candidates": [c["key"] for c in body.get("candidates", [])]}
-    rules_hash = sha256_tag(canonical_json({"policy": policy.content_hash(),
-                                            "rules": view.rules.model_dump(mode="json")}))
-    lead = body.get("leader")
-    now = datetime.now(UTC).isoformat(timespec="seconds")
-    environment = env or Environment(harness_version="", python="", torch="", triton=None,
-                                     platform="", device="unknown", backend="none")
-    return Verdict(
-        decision="promote" if verdict == "promote" else "reject", reasons=reasons,
-        stages=[StageResult(stage=Stage.PROMOTION, status="passed" if not reasons else "failed",
-                            duration_s=max(0.0, float(body.get("wall_s", 0.0))),
-                            reasons=reasons, details=details)],
-        candidate=Candidate(name=f"campaign-round-{n}", sha256=lead or body["bundle_sha256"],
-                            author="sandboxharness-campaign",
-                            language=str(view.config.get("language", "")),
-                            definition=definition.name),
-        definition=Subject(name=definition.name, sha256=definition.content_hash()),
-        policy=Subject(name=f"campaign:{policy.name}", sha256=rules_hash),
-        seed=int(view.config["seed"]),
-        environment=environment.model_copy(update={"extra": {
-            **environment.extra, "record": "campaign-round", "round": str(n),
-            "round_verdict": verdict}}),
-        started_at=now, finished_at=now)
+def round_event(body: dict[str, Any], view: View, state: CampaignState) -> dict[str, Any]:
+    """The round as an audit event (``campaign.round``; see the module's docstring)."""
+    event = {k: body.get(k) for k in ("round", "verdict", "why", "direction", "hypothesis",
+                                      "bundle_sha256", "leader", "wins", "gates", "evidence",
+                                      "best_mean_ms", "gain", "device_s", "notes")}
+    return event | {"kind": "campaign.round", "subject": campaign_id(state),
+                    "definition": view.config["definition"], "state_head": state.head,
+                    "candidates": [c["key"] for c in body.get("candidates", [])]}
+
+
+def campaign_id(state: CampaignState) -> str:
+    """A campaign is named by the hash of its first state entry (its set-up)."""
+    return str(state.entries[0]["hash"])

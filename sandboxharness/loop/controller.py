@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from ..errors import InfrastructureError
 from ..generators.interface import Generator, GeneratorError
-from ..models import Environment, Solution
+from ..models import Solution
 from ..models.policy import Policy
 from ..policy.campaign import RoundEvidence, Sweep, decide_round, mean_ms, promotable, regime_wins
 from ..stages.cases import derive_seed
@@ -52,8 +52,6 @@ class Controller:
     skills: Any = None
     """A SkillSet (``relevant(op_type, definition, direction)``), or None."""
     say: Callable[[str], None] = field(default=lambda _line: None)
-    environment: Environment | None = None
-    """Where the last sweep ran (for the round's audit record)."""
 
     # --- baseline ---------------------------------------------------------------------------
     def baseline(self, view: View) -> None:
@@ -241,10 +239,8 @@ class Controller:
     def _sweep(self, sols: Sequence[Solution], uuids: Sequence[str], salt: tuple[Any, ...],
                tag: str, trials: int | None = None) -> Measured:
         self.say(f"  sweep {tag}: {len(sols)} solution(s) x {len(uuids)} workload(s)")
-        m = run_sweep(self.setup, sols, uuids, seed=derive_seed(self.seed, *salt), tag=tag,
-                      trials=trials)
-        self.environment = m.environment or self.environment
-        return m
+        return run_sweep(self.setup, sols, uuids, seed=derive_seed(self.seed, *salt), tag=tag,
+                         trials=trials)
 
     @staticmethod
     def _heaviest_signature(view: View) -> dict[str, Any] | None:

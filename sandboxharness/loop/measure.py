@@ -20,7 +20,7 @@ from typing import Any
 
 from ..dataset import RunOptions, run_dataset
 from ..errors import InfrastructureError, InputError
-from ..models import Definition, Environment, Policy, ReasonCode, Solution, Stage, Verdict, WorkloadTrace
+from ..models import Definition, Policy, ReasonCode, Solution, Stage, Verdict, WorkloadTrace
 from ..models.workload import SafetensorsInput
 from ..policy.campaign import Sweep
 from .regimes import RegimeMatrix
@@ -91,8 +91,6 @@ class Measured:
     device_s: float = 0.0
     signatures: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     """Candidate key -> workload uuid -> profile signature (GPU runs with a profile stage)."""
-    environment: Environment | None = None
-    """Where the sweep ran (the last verdict's environment)."""
 
 
 def signatures_of(verdict: Verdict) -> dict[str, dict[str, Any]]:
@@ -201,7 +199,6 @@ def run_sweep(setup: SweepSetup, solutions: Sequence[Solution], uuids: Sequence[
             continue
         out.sweeps[key] = sweep_of(o.verdict)
         out.verdicts[key] = o.verdict.content_hash()
-        out.environment = o.verdict.environment
         out.device_s += device_seconds(o.verdict)
         if sigs := signatures_of(o.verdict):
             out.signatures[key] = sigs

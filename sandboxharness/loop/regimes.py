@@ -20,7 +20,7 @@ from ..models import Definition, WorkloadTrace
 from ..models._base import FiniteModel
 from ..policy.campaign import RegimeRules
 
-__all__ = ["Regime", "RegimeMatrix", "build_regimes"]
+__all__ = ["Regime", "RegimeMatrix", "boundary_workloads", "build_regimes"]
 
 
 class Regime(FiniteModel):
@@ -111,6 +111,8 @@ def build_regimes(definition: Definition, workloads: Sequence[WorkloadTrace],
     for uuids in (keyed[k] for k in sorted(keyed)):
         # a single workload that carries a large share leaves its group as an explicit regime
         heavy = [u for u in uuids if len(uuids) > 1 and lat[u] / total >= rules.explicit_share]
+        if len(heavy) == len(uuids) or not var:  # nothing lighter to set them apart from
+            heavy = []
         rest = [u for u in uuids if u not in heavy]
         members += [[u] for u in heavy] + ([rest] if rest else [])
     regimes = []
