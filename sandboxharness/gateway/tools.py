@@ -87,12 +87,12 @@ class Gateway:
         outcome, reason, result, args_hash = "ok", None, None, None
         try:
             args_hash = _args_hash(args)
+            if not self.rate.allow(grant):  # first: refused calls are recorded, so count too
+                raise Refused(f"rate limit: at most {grant.requests_per_minute} calls a minute")
             if tool not in TOOLS:
                 raise Refused(f"unknown tool {tool!r}")
             if not grant.may_use_tool(tool):
                 raise Refused(f"agent {grant.id!r} may not call {tool}")
-            if not self.rate.allow(grant):
-                raise Refused(f"rate limit: at most {grant.requests_per_minute} calls a minute")
             result = getattr(self, "_" + tool)(grant, extra, **args)
             return result
         except Refused as e:
