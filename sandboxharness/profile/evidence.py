@@ -8,6 +8,9 @@ contest harness's signature describes: "slowest instance per kernel").
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from pydantic import ValidationError
 
 from . import metrics as m
@@ -83,4 +86,14 @@ def signatures(rows: list[KernelRow], calls: int) -> list[Signature | None]:
     for segment in split_calls(rows, calls):
         found = summarize(segment)
         out.append(None if found is None else classify(found))
+    return out
+
+
+def regime_signatures(details: Mapping[str, Any]) -> dict[str, Signature | None]:
+    """The signatures a profile stage recorded (its ``StageResult.details``), by regime name:
+    what the loop reads back from a verdict. Empty for a profile that did not run."""
+    out: dict[str, Signature | None] = {}
+    for entry in details.get("regimes") or []:
+        raw = entry.get("signature")
+        out[str(entry.get("regime"))] = None if raw is None else Signature.model_validate(raw)
     return out

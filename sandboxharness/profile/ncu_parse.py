@@ -78,7 +78,8 @@ def number(raw: str, unit: str = "") -> float | None:
     if "," in text:
         whole, _, frac = text.partition(".")
         groups = whole.lstrip("-").split(",")
-        if not (groups[0] and len(groups[0]) <= 3 and all(len(g) == 3 for g in groups[1:])):
+        if "," in frac or not (groups[0] and len(groups[0]) <= 3
+                               and all(len(g) == 3 for g in groups[1:])):
             raise NcuParseError(f"value {raw[:40]!r} has an unknown digit grouping")
         text = whole.replace(",", "") + ("." + frac if frac else "")
     try:

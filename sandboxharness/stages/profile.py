@@ -78,7 +78,7 @@ def representatives(cases: list[Case], k: int) -> list[Case]:
         return ordered
     if k == 1:
         return [ordered[-1]]
-    picks = sorted({round(i * (len(ordered) - 1) / (k - 1)) for i in range(k)})
+    picks = sorted({int(i * (len(ordered) - 1) / (k - 1) + 0.5) for i in range(k)})
     return [ordered[i] for i in picks]
 
 
@@ -115,10 +115,11 @@ def _job(ctx: EvaluationContext, run: Execution, exe: str, calls: int) -> tuple[
     rules = ctx.policy.profile
     argv = [exe, *metrics.ncu_options(launch_count=calls * (rules.max_kernels_per_call + 1),
                                       log_file=f"../out/{REPORT}")]
-    env = {**compile_cuda.gpu_env(), **ctx.lane.env(), NO_CUPTI_ENV: "1", "LC_ALL": "C",
+    base = compile_cuda.gpu_env() if ctx.on_gpu else {"TRITON_INTERPRET": "1"}  # cpu: tests
+    env = {**base, **ctx.lane.env(), NO_CUPTI_ENV: "1", "LC_ALL": "C",
            SANITIZER_ENV: json.dumps(argv)}  # the worker re-execs under ncu, as under the sanitizer
     job = job_spec(ctx.root / "profile", data_dir=run.data_dir, policy=ctx.policy, env=env,
-                   gpu=True)
+                   gpu=ctx.on_gpu)
     write_sources(job.src_dir, solution_files(ctx.solution))
     compile_cuda.hand_over(run.cand_dir, job.out_dir, ctx.solution.content_hash())
     return job, argv[1:]
@@ -152,8 +153,10 @@ def _drive(ctx: EvaluationContext, job: JobSpec, picks: list[Case],
                                 profile=True), timeout_s=left())
         phase = "exit"
         shared.bye(timeout_s=left())
-        if proc.wait(left()) is None:  # ncu writes its report as the worker exits
+        info = proc.wait(left())  # ncu writes its report as the worker exits
+        if info is None:
             raise KernelFault(ReasonCode.TIMEOUT, "ncu did not finish before the deadline")
+        session.exit = info
     except KernelFault as fault:
         out["fault"] = {"code": fault.code.value, "phase": phase, "message": fault.message[:500]}
     info = session.close()
