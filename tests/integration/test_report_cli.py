@@ -14,8 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from sandboxharness.dataset.verdictstore import iter_verdicts
-from tests.integration.report_data import (HOSTILE_NAME, SOLUTIONS, WORKLOADS, cli,
-                                           report_dataset, shx)
+from tests.integration.report_data import HOSTILE_NAME, SOLUTIONS, WORKLOADS, cli, report_dataset, shx
 
 ROWS = len(SOLUTIONS) * WORKLOADS
 
