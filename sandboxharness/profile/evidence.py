@@ -93,7 +93,7 @@ def regime_signatures(details: Mapping[str, Any]) -> dict[str, Signature | None]
     """The signatures a profile stage recorded (its ``StageResult.details``), by regime name:
     what the loop reads back from a verdict. Empty for a profile that did not run."""
     out: dict[str, Signature | None] = {}
-    for entry in details.get("regimes") or []:
+    for entry in details.get("signatures") or []:
         raw = entry.get("signature")
         out[str(entry.get("regime"))] = None if raw is None else Signature.model_validate(raw)
     return out

@@ -203,7 +203,7 @@ def run_profile(ctx: EvaluationContext, run: Execution, exe: str,
                for c, s in zip(picks, found, strict=True)]
     details: dict[str, Any] = {
         "tool": exe, "options": options, "timeout_s": rules.timeout_s,
-        "regimes": regimes, "ncu_errors": errors, "layout": layout,
+        "signatures": regimes, "ncu_errors": errors, "layout": layout,
         "evidence": "advisory: measured in the candidate's own process; never a gate",
         **driven}
     got = sum(s is not None for s in found)

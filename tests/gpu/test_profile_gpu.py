@@ -74,4 +74,4 @@ def test_large_fp16_matmul_is_compute_bound() -> None:
     assert prof.status == "passed", prof.details
     (sig,) = regime_signatures(prof.details).values()
     assert sig is not None and sig.bottleneck == "compute", sig
-    assert prof.details["regimes"][0]["axes"] == {"M": 2053}  # one regime: the largest
+    assert prof.details["signatures"][0]["axes"] == {"M": 2053}  # one regime: the largest

@@ -179,7 +179,7 @@ def test_signatures_per_call_and_back_from_details() -> None:
     sigs = signatures(rows, 3)
     assert [s and (s.bottleneck, s.limiter) for s in sigs] == [
         ("memory", "dram_bandwidth"), ("launch", "short_kernel"), None]
-    details = {"regimes": [{"regime": f"b={i}", "signature": s and s.model_dump(mode="json")}
+    details = {"signatures": [{"regime": f"b={i}", "signature": s and s.model_dump(mode="json")}
                            for i, s in enumerate(sigs)]}
     assert regime_signatures(details) == {"b=0": sigs[0], "b=1": sigs[1], "b=2": None}
     assert regime_signatures({}) == {}

@@ -133,4 +133,4 @@ def test_a_profile_past_its_deadline_is_skipped_with_the_reason(tmp_path: Path) 
     # the sandbox's own deadline (the same instant) may be the one that kills it
     assert got.details["fault"]["code"] in ("TIMEOUT", "WORKER_PROTOCOL")
     assert got.duration_s < 30
-    assert all(r["signature"] is None for r in got.details["regimes"])
+    assert all(r["signature"] is None for r in got.details["signatures"])
