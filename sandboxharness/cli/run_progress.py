@@ -110,6 +110,10 @@ class RunLog:
         fields: dict[str, Any] = {"definition": event.task.definition,
                                   "solution": event.task.solution}
         if event.kind == "stage" and event.stage is not None:
+            tools = event.stage.details.get("tools")
+            if isinstance(tools, dict):  # side-by-side tools: the slowest one is the floor
+                fields["tool_wall_s"] = {name: t.get("wall_s") for name, t in tools.items()
+                                         if isinstance(t, dict)}
             self._log.info("stage.end", stage=event.stage.stage.value,
                             status=event.stage.status, duration_s=event.stage.duration_s,
                             reasons=[r.code.value for r in event.stage.reasons], **fields)

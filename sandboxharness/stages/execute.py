@@ -23,6 +23,7 @@ from ..worker.protocol import Call, CallReply, Digests, Hello, Prepare, Progress
 from .cases import Case, derive_seed
 from .client import WorkerClient
 from .lanes import NO_LANE, GpuLane
+from .limits import session_deadline_s
 from .session import KernelFault, WorkerSession
 
 EXTRA_WARMUP = 3
@@ -130,9 +131,9 @@ class Role:
         self.plan, self.hello = plan, hello
         self.run = RoleRun(role=job.role)
         self._t_start = time.monotonic()
-        proc = sandbox.start(job, deadline_s=lim.compile_timeout_s + lim.run_timeout_s)
-        self.worker = WorkerClient(WorkerSession(proc, lim.compile_timeout_s + lim.run_timeout_s),
-                                   plan.lane)
+        deadline = session_deadline_s(lim, len(plan.cases))
+        proc = sandbox.start(job, deadline_s=deadline)
+        self.worker = WorkerClient(WorkerSession(proc, deadline), plan.lane)
         self.out_dir = proc.paths.out
         self.timeout = lim.run_timeout_s
 

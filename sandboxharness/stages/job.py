@@ -121,7 +121,7 @@ def job_spec(base: Path, *, data_dir: Path, policy: Policy, env: dict[str, str],
                    tmp_dir=dirs["tmp"], limits=policy.limits, env=env, gpu=gpu)
 
 
-def _job(ctx: EvaluationContext, role: str, data_dir: Path) -> JobSpec:
+def _job(ctx: EvaluationContext, role: str, data_dir: Path, cases: int) -> JobSpec:
     if ctx.on_gpu:  # GPU: the toolchain (nvcc, ninja) for builds inside the sandbox
         from .compile_cuda import gpu_env
 
@@ -129,8 +129,9 @@ def _job(ctx: EvaluationContext, role: str, data_dir: Path) -> JobSpec:
     else:
         env = {"TRITON_INTERPRET": "1"}
     env.update(ctx.lane.env())
-    return job_spec(ctx.root / role, data_dir=data_dir, policy=ctx.policy, env=env,
+    spec = job_spec(ctx.root / role, data_dir=data_dir, policy=ctx.policy, env=env,
                     gpu=ctx.on_gpu)
+    return replace(spec, limits=limits.session_limits(ctx.policy.limits, cases))
 
 
 def execute(ctx: EvaluationContext) -> Execution:
@@ -145,7 +146,7 @@ def execute(ctx: EvaluationContext) -> Execution:
     plan = Plan(cases=cases, bench_cases=[c for c in cases if not c.heldout],
                 trials=ctx.policy.correctness.trials, seed=ctx.seed, device=ctx.device,
                 policy=ctx.policy, lane=ctx.lane)
-    cand_job = _job(ctx, "candidate", data_dir)
+    cand_job = _job(ctx, "candidate", data_dir, len(cases))
     write_sources(cand_job.src_dir, solution_files(ctx.solution))
     sample = {c.id: req for c in cases
               if (req := repeats.sample_request(ctx.definition, c, ctx.policy)) is not None}
@@ -157,7 +158,7 @@ def execute(ctx: EvaluationContext) -> Execution:
     try:
         if not cand.open():
             return done
-        ref_job = _job(ctx, "reference", data_dir)
+        ref_job = _job(ctx, "reference", data_dir, len(cases))
         write_sources(ref_job.src_dir, [("reference.py",
                                          ctx.definition.reference.encode("utf-8"))])
         ref = Role(ctx.sandbox, ref_job, hello_for_reference(), plan)

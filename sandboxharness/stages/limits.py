@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 from ..errors import InfrastructureError, InputError
-from ..models.policy import Policy
+from ..models.policy import Limits, Policy
 from ..models.verdict import ReasonCode
 from .cases import Case
 from .session import KernelFault
@@ -39,6 +39,21 @@ def _tensor_bytes(items: list[dict[str, Any]]) -> int:
 def result_bytes(case: Case) -> int:
     """One call's result file: its outputs and its post-call inputs."""
     return _tensor_bytes(case.payload["outputs"]) + _tensor_bytes(case.payload["inputs"])
+
+
+def session_limits(limits: Limits, cases: int) -> Limits:
+    """A worker session's own limits for a plan of ``cases`` cases: ``run_timeout_s`` and
+    ``cpu_time_s`` are per case (FlashInfer-Bench bounds each workload, not the set), so a
+    full workload set is never cut short for its size; every call stays bounded by
+    ``run_timeout_s`` on its own."""
+    n = max(1, cases)
+    return limits.model_copy(update={"cpu_time_s": limits.cpu_time_s * n,
+                                     "run_timeout_s": limits.run_timeout_s * n})
+
+
+def session_deadline_s(limits: Limits, cases: int) -> float:
+    """Wall clock for a whole worker session: its compile, then every case."""
+    return limits.compile_timeout_s + session_limits(limits, cases).run_timeout_s
 
 
 def check_plan(cases: list[Case], policy: Policy, out_quota_mb: int | None) -> None:

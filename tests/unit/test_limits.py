@@ -59,3 +59,17 @@ def test_reference_raising_is_the_definitions_fault() -> None:
     err = reference_fault(KernelFault(ReasonCode.RUNTIME_ERROR, "AssertionError"), "benchmark",
                           "d")
     assert isinstance(err, InputError)
+
+
+def test_session_limits_scale_per_case_and_each_call_stays_bounded() -> None:
+    """A full workload set is never cut short for its size: the session's wall clock and CPU
+    grow with its cases, while the policy's per-call timeout is unchanged."""
+    from sandboxharness.stages.limits import session_deadline_s, session_limits
+
+    lim = fast_policy().limits
+    one, many = session_limits(lim, 1), session_limits(lim, 14)
+    assert one == lim
+    assert many.cpu_time_s == 14 * lim.cpu_time_s
+    assert many.run_timeout_s == 14 * lim.run_timeout_s
+    assert session_deadline_s(lim, 14) == lim.compile_timeout_s + 14 * lim.run_timeout_s
+    assert session_limits(lim, 0) == lim  # an empty plan still gets one case's worth
