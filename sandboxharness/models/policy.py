@@ -42,13 +42,15 @@ class Limits(FiniteModel):
     the worker's start); at most 2 h (a CUDA build of a large template; past that the harness
     would hold a job slot for nothing, and ``select`` refuses huge timeouts)."""
     run_timeout_s: float = Field(default=300.0, ge=1, le=86400)
-    """Wall clock for the whole candidate session (all trials and timed calls); at most a day."""
+    """Wall clock for one call, and per case for a whole worker session (its trials and timed
+    calls): a session of n cases gets compile_timeout_s + n x this, so a full workload set is
+    never cut short for its size (``stages.limits.session_limits``); at most a day."""
     memory_mb: int = Field(default=8192, ge=128, le=4 * 1024 * 1024)
     """Memory cgroup (or RLIMIT_AS) per job, MiB. At least 128 (the launcher and the pid-1
     init are Python processes; a worker that imports torch needs ~500 more); at most 4 TiB
     (larger than any host; ``memory_mb * 2**20`` must fit the kernel's 64-bit limits)."""
     cpu_time_s: int = Field(default=600, ge=30, le=7 * 86400)
-    """RLIMIT_CPU per process, s. At least 30: the worker's own start (interpreter, torch,
+    """RLIMIT_CPU per process and per case of its session (n cases: n x this), s. At least 30: the worker's own start (interpreter, torch,
     Triton) costs several CPU seconds, and a lower limit would kill an honest candidate
     before its first call and read as its fault. At most a week."""
     max_processes: int = Field(default=256, ge=16, le=65536)
