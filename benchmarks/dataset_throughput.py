@@ -1,17 +1,25 @@
 """A whole dataset, side by side: FlashInfer-Bench's runners and ``run --local`` (every stage).
 
-    python benchmarks/dataset_throughput.py --dataset kernels/gpu --solutions a,b --jobs 1,4 --fib
+    python benchmarks/dataset_throughput.py --fib-set --jobs 4 --fib --budget-s 480
+    python benchmarks/dataset_throughput.py --dataset kernels/gpu --solutions a,b --jobs 1,4
+
+``--fib-set`` builds the trace set of issue 17 from the vendored FlashInfer-Bench samples
+(tests/data/fib): rmsnorm_h4096 with all its workloads and the three rmsnorm solutions of
+kernels/gpu, gemm_n4096_k4096 with all its workloads and FIB's example agent solution.
 
 Each configuration runs on a fresh copy of the dataset (no traces), one after the other in the
-same process, so the ratios are measured side by side. Prints markdown: the machine, the wall
-time and traces/s of each configuration, and for ours each candidate's stage times against
-its floor (compile + the slowest sanitizer tool + the benchmark stage), so what is not the
-floor shows up.
+same process, so the ratios are measured side by side. Ours is the real CLI (``sandboxharness
+run --local`` with the default policy unless ``--policy``, an audit log and an event log);
+afterwards its audit log is verified by ``audit verify`` and its traces are read back by
+FlashInfer-Bench's own ``TraceSet.from_path``. Prints markdown: the machine, the wall time
+and traces/s of each configuration, and for ours each candidate's stage times against its
+floor (compile + the slowest sanitizer tool + the benchmark stage).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import platform
 import shutil
 import statistics
@@ -19,14 +27,29 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter, defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from sandboxharness._internal.host import describe
-from sandboxharness.api import default_policy
-from sandboxharness.dataset import RunOptions, run_dataset
-from sandboxharness.intake import load_policy
+
+REPO = Path(__file__).resolve().parent.parent
+FIB_SET = {"rmsnorm_h4096": "rmsnorm", "gemm_n4096_k4096": "gemm"}
+
+
+def build_fib_set(into: Path) -> Path:
+    """The issue-17 trace set, in FIB's layout (definitions/workloads by op type)."""
+    root = into / "fib-set"
+    for name, op in FIB_SET.items():
+        for sub, ext in (("definitions", "json"), ("workloads", "jsonl")):
+            (root / sub / op).mkdir(parents=True, exist_ok=True)
+            shutil.copy(REPO / "tests/data/fib" / sub / op / f"{name}.{ext}",
+                        root / sub / op / f"{name}.{ext}")
+        (root / "solutions" / op / name).mkdir(parents=True, exist_ok=True)
+        for sol in sorted((REPO / "kernels/gpu/solutions" / name).glob("*.json")):
+            shutil.copy(sol, root / "solutions" / op / name / sol.name)
+    return root
 
 
 def _copy(src: Path, into: Path, name: str) -> Path:
@@ -35,7 +58,11 @@ def _copy(src: Path, into: Path, name: str) -> Path:
     return dst
 
 
-def _fib(ds: Path, solutions: list[str], isolated: bool) -> dict[str, Any]:
+def _count_traces(ds: Path) -> int:
+    return sum(1 for p in (ds / "traces").rglob("*.jsonl") for line in p.open() if line.strip())
+
+
+def _fib(ds: Path, solutions: list[str], isolated: bool, timeout: float) -> dict[str, Any]:
     cmd = [sys.executable, "-c", "from flashinfer_bench.cli.main import cli; cli()", "run",
            "--local", str(ds)]
     if solutions:
@@ -43,101 +70,170 @@ def _fib(ds: Path, solutions: list[str], isolated: bool) -> dict[str, Any]:
     if isolated:
         cmd.append("--use-isolated-runner")
     t0 = time.monotonic()
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
-    wall = time.monotonic() - t0
-    traces = sum(1 for p in (ds / "traces").rglob("*.jsonl") for _ in p.open())
-    return {"wall_s": wall, "traces": traces, "rc": res.returncode,
-            "tail": (res.stderr or res.stdout)[-300:]}
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        rc, tail = res.returncode, (res.stderr or res.stdout)[-300:]
+    except subprocess.TimeoutExpired:
+        rc, tail = 124, f"cut off after {timeout:.0f} s"
+    return {"wall_s": time.monotonic() - t0, "traces": _count_traces(ds), "rc": rc,
+            "tail": tail}
 
 
-def _stage_s(verdict: Any, name: str) -> float:
-    s = verdict.stage(name)
-    return float(s.duration_s) if s else 0.0
+def _cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "sandboxharness.cli", *args],
+                          capture_output=True, text=True, timeout=timeout)
 
 
-def _ours(ds: Path, solutions: list[str], jobs: int, policy_path: str | None) -> dict[str, Any]:
-    policy = load_policy(policy_path) if policy_path else default_policy()
+def _stage_times(events: Path) -> dict[str, dict[str, Any]]:
+    """Per solution: each stage's duration and, for the sanitizer, each tool's wall time."""
+    out: dict[str, dict[str, Any]] = defaultdict(lambda: {"stages": {}, "tools": {}})
+    if not events.exists():
+        return out
+    for line in events.read_text().splitlines():
+        e = json.loads(line)
+        if e.get("event") == "stage.end":
+            row = out[e["solution"]]
+            row["stages"][e["stage"]] = round(float(e["duration_s"]), 2)
+            row["tools"].update({k: v for k, v in (e.get("tool_wall_s") or {}).items() if v})
+    return out
+
+
+def _ours(ds: Path, solutions: list[str], jobs: int, policy: str | None, work: Path,
+          timeout: float) -> dict[str, Any]:
+    keys = work / f"keys-{jobs}"
+    _cli("keys", "generate", "--out", str(keys), "--name", "bench").check_returncode()
+    log, events = work / f"audit-{jobs}.jsonl", work / f"events-{jobs}.jsonl"
+    cmd = [sys.executable, "-m", "sandboxharness.cli", "run", "--local", str(ds), "--jobs",
+           str(jobs), "--seed", "1", "--json", "--audit-log", str(log), "--signing-key",
+           str(keys / "bench.key"), "--log-file", str(events), "--log-level", "info"]
+    if solutions:
+        cmd += ["--solutions", ",".join(solutions)]
+    if policy:
+        cmd += ["--policy", policy]
     t0 = time.monotonic()
-    def progress(event: Any) -> None:  # a cut-off run still says how far it got
-        if event.kind == "done":
-            o = event.outcome
-            print(f"  done {o.task.solution} {o.wall_s:.1f} s", file=sys.stderr, flush=True)
-
-    summary = run_dataset(ds, RunOptions(policy=policy, jobs=jobs, solutions=solutions, seed=1),
-                          on_event=progress)
+    try:  # progress lines go straight to our stderr, so a cut-off run says how far it got
+        res = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=timeout)
+        rc, summary = res.returncode, (json.loads(res.stdout) if res.stdout.strip() else {})
+    except subprocess.TimeoutExpired:
+        rc, summary = 124, {}
     wall = time.monotonic() - t0
+    verify = _cli("audit", "verify", str(log), "--public-key", str(keys / "bench.pub"))
+    stages = _stage_times(events)
     rows = []
-    for o in summary.outcomes:
-        if o.verdict is None:
-            rows.append({"solution": o.task.solution, "error": str(o.error)[:120]})
-            continue
-        v = o.verdict
-        tools = (v.stage("sanitizer").details.get("tools", {}) if v.stage("sanitizer") else {})
-        slowest = max((float(t.get("wall_s", 0.0)) for t in tools.values()), default=0.0)
-        floor = _stage_s(v, "compile") + slowest + _stage_s(v, "benchmark")
-        rows.append({"solution": o.task.solution, "decision": v.decision, "wall_s": o.wall_s,
-                     "stages": {s.stage.value: round(s.duration_s, 2) for s in v.stages},
-                     "floor_s": floor})
-    return {"wall_s": wall, "traces": sum(o.traces for o in summary.outcomes), "rows": rows,
-            "exit": summary.exit_code}
+    for c in summary.get("candidates", []):
+        st = stages.get(c["solution"], {"stages": {}, "tools": {}})
+        s = st["stages"]
+        floor = (s.get("compile", 0.0) + max(st["tools"].values(), default=0.0)
+                 + s.get("benchmark", 0.0))
+        rows.append({"solution": c["solution"], "decision": c["decision"] or "error",
+                     "reasons": c["reasons"], "error": c["error"], "wall_s": c["wall_s"],
+                     "stages": s, "tools": st["tools"], "floor_s": floor,
+                     "traces": c["traces"]})
+    return {"wall_s": wall, "traces": _count_traces(ds), "rows": rows, "rc": rc,
+            "audit": (verify.returncode, (verify.stdout + verify.stderr).strip()[-300:]),
+            "fib_read": _fib_read(ds)}
+
+
+def _fib_read(ds: Path) -> str:
+    """FlashInfer-Bench's own loader on our traces: how many per definition, by status."""
+    try:
+        from flashinfer_bench.data import TraceSet
+    except ImportError as exc:
+        return f"flashinfer_bench not importable: {exc}"
+    try:
+        ts = TraceSet.from_path(str(ds))
+    except Exception as exc:  # noqa: BLE001  reported, not raised: it is the finding
+        return f"TraceSet.from_path failed: {type(exc).__name__}: {exc}"[:300]
+    parts = []
+    for name, traces in sorted(ts.traces.items()):
+        st = Counter(t.evaluation.status.value for t in traces if t.evaluation)
+        parts.append(f"{name}: {len(traces)} ({', '.join(f'{k} {v}' for k, v in sorted(st.items()))})")
+    return "; ".join(parts) or "no traces"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--dataset", required=True, type=Path)
+    ap.add_argument("--dataset", type=Path)
+    ap.add_argument("--fib-set", action="store_true", help="the issue-17 FIB trace set")
     ap.add_argument("--solutions", default="")
-    ap.add_argument("--jobs", default="1,4")
+    ap.add_argument("--jobs", default="4")
     ap.add_argument("--policy", default=None)
     ap.add_argument("--fib", action="store_true", help="also FlashInfer-Bench's persistent runner")
-    ap.add_argument("--fib-isolated", action="store_true", help="and its isolated runner")
+    ap.add_argument("--fib-isolated", action="store_true", help="and its isolated runner (last)")
+    ap.add_argument("--budget-s", type=float, default=1800, help="for all configurations")
+    ap.add_argument("--keep", type=Path, help="copy each configuration's dataset here")
     args = ap.parse_args()
+    deadline = time.monotonic() + args.budget_s
     sols = [s for s in args.solutions.split(",") if s]
     env = describe()
     print(f"# dataset throughput, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC\n")
     print(f"- machine: {platform.node()}, {env['platform']}, device {env['device']}")
     print(f"- torch {env['torch']}, triton {env['triton']}, harness {env['harness_version']}, "
           f"policy {args.policy or 'default.yaml'}")
-    print(f"- dataset {args.dataset}, solutions {sols or 'all'}\n")
     results: list[tuple[str, dict[str, Any]]] = []
     with tempfile.TemporaryDirectory(prefix="shx-throughput-") as tmp:
         base = Path(tmp)
+        dataset = build_fib_set(base) if args.fib_set else args.dataset
+        if dataset is None:
+            ap.error("--dataset or --fib-set")
+        n_sol = len(list((dataset / "solutions").rglob("*.json")))
+        n_wl = sum(1 for p in (dataset / "workloads").rglob("*.jsonl") for _ in p.open())
+        print(f"- dataset {'FIB set (issue 17)' if args.fib_set else dataset}: {n_sol} "
+              f"solutions, {n_wl} workloads; solutions {sols or 'all'}\n", flush=True)
+
+        def left() -> float:
+            return max(10.0, deadline - time.monotonic())
+
         if args.fib:
-            for isolated in (False, True)[: 2 if args.fib_isolated else 1]:
-                name = "FIB isolated" if isolated else "FIB persistent"
-                results.append((name, _fib(_copy(args.dataset, base, name.replace(" ", "-")),
-                                           sols, isolated)))
-                print(f"  {name}: {results[-1][1]['wall_s']:.1f} s", file=sys.stderr,
-                      flush=True)
+            r = _fib(_copy(dataset, base, "fib-persistent"), sols, False, left())
+            results.append(("FIB persistent", r))
+            print(f"  FIB persistent: {r['wall_s']:.1f} s", file=sys.stderr, flush=True)
         for jobs in [int(j) for j in args.jobs.split(",")]:
-            results.append((f"ours, --jobs {jobs}",
-                            _ours(_copy(args.dataset, base, f"ours-{jobs}"), sols, jobs,
-                                  args.policy)))
-            print(f"  {results[-1][0]}: {results[-1][1]['wall_s']:.1f} s", file=sys.stderr,
+            ds = _copy(dataset, base, f"ours-{jobs}")
+            results.append((f"ours, --jobs {jobs}", _ours(ds, sols, jobs, args.policy, base,
+                                                         left())))
+            print(f"  ours --jobs {jobs}: {results[-1][1]['wall_s']:.1f} s", file=sys.stderr,
                   flush=True)
-    ref = next((r["wall_s"] for n, r in results if n == "FIB persistent"), None)
-    print("| configuration | wall s | traces | traces/s | vs FIB persistent |")
-    print("|---|---|---|---|---|")
+        if args.fib_isolated:
+            r = _fib(_copy(dataset, base, "fib-isolated"), sols, True, left())
+            results.append(("FIB isolated", r))
+        if args.keep:
+            for d in base.iterdir():
+                if d.is_dir() and (d / "traces").exists():
+                    shutil.copytree(d / "traces", args.keep / d.name / "traces",
+                                    dirs_exist_ok=True)
+        _report(results)
+
+
+def _report(results: list[tuple[str, dict[str, Any]]]) -> None:
+    ref = next((r["wall_s"] for n, r in results if n == "FIB persistent" and r["rc"] == 0),
+               None)
+    print("| configuration | wall s | exit | traces | traces/s | vs FIB persistent |")
+    print("|---|---|---|---|---|---|")
     for name, r in results:
         rate = r["traces"] / r["wall_s"] if r["wall_s"] else 0.0
         ratio = f"{r['wall_s'] / ref:.2f}x" if ref else "-"
-        print(f"| {name} | {r['wall_s']:.1f} | {r['traces']} | {rate:.2f} | {ratio} |")
+        print(f"| {name} | {r['wall_s']:.1f} | {r['rc']} | {r['traces']} | {rate:.2f} | "
+              f"{ratio} |")
     for name, r in results:
         if "rows" not in r:
             if r.get("rc"):
                 print(f"\n{name} exited {r['rc']}: {r['tail']!r}")
             continue
         print(f"\n## {name}: per candidate\n")
-        print("| solution | decision | wall s | floor s | wall/floor | stages (s) |")
-        print("|---|---|---|---|---|---|")
+        print(f"- audit verify: exit {r['audit'][0]}: {r['audit'][1]!r}")
+        print(f"- FlashInfer-Bench TraceSet.from_path on our traces: {r['fib_read']}\n")
+        print("| solution | decision | reasons | wall s | floor s | wall/floor | stages (s) | "
+              "sanitizer tools (s) |")
+        print("|---|---|---|---|---|---|---|---|")
         ratios = []
         for row in r["rows"]:
-            if "error" in row:
-                print(f"| {row['solution']} | error | | | | {row['error']} |")
-                continue
             ratio = row["wall_s"] / row["floor_s"] if row["floor_s"] else 0.0
-            ratios.append(ratio)
-            print(f"| {row['solution']} | {row['decision']} | {row['wall_s']:.1f} | "
-                  f"{row['floor_s']:.1f} | {ratio:.2f} | {row['stages']} |")
+            if row["decision"] != "error":
+                ratios.append(ratio)
+            why = row["error"][:100] if row["error"] else ",".join(row["reasons"])
+            print(f"| {row['solution']} | {row['decision']} | {why} | {row['wall_s']:.1f} | "
+                  f"{row['floor_s']:.1f} | {ratio:.2f} | {row['stages']} | {row['tools']} |")
         if ratios:
             print(f"\nmedian wall/floor {statistics.median(ratios):.2f}")
 

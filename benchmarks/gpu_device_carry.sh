@@ -1,8 +1,9 @@
 #!/bin/bash
 # Build .whl/site.tar.xz on the CPU machine: what benchmarks/gpu_validate.py needs on the device
 # beyond its own torch/triton/CUDA (no package index there), as one `pip install --target` tree
-# for CPython 3.12, xz-compressed to fit one carry (64 MiB: semgrep-core dominates, ~43 MB).
-# FlashInfer (the baseline) does not fit beside semgrep: carry its wheels in a separate call.
+# for CPython 3.12, xz-compressed. semgrep alone (its core binary) is ~50 MB compressed, so it
+# travels in a carry of its own: .whl-semgrep/semgrep.tar.xz (first call, machine kept warm)
+# and .whl/site.tar.xz (everything else, with the project, in the next call).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 T=$(mktemp -d)
@@ -19,10 +20,15 @@ pip install -q --no-compile --target "$T/site" "${PLAT[@]}" "semgrep==1.185.0" "
 pip install -q --no-compile --no-deps --target "$T/extra" "${PLAT[@]}" \
   "cupti-python==13.0.1" apache-tvm-ffi flashinfer-bench "docstring-parser>=0.16"
 cp -r "$T/extra/." "$T/site/"
+# semgrep's own package and entry points go into a second tree (its dependencies stay here)
+mkdir -p "$T/sg/site/bin"
+mv "$T/site/semgrep" "$T"/site/semgrep-*.dist-info "$T/sg/site/"
+mv "$T"/site/bin/*semgrep* "$T/sg/site/bin/"
 rm -rf "$T/site/cupti-python-samples"
 find "$T/site" -name __pycache__ -prune -exec rm -rf {} +
-mkdir -p .whl
-tar -C "$T" -cf - site | xz -T0 -8 > .whl/site.tar.xz
+mkdir -p .whl .whl-semgrep
+tar -C "$T" -cf - site | xz -T0 -6 > .whl/site.tar.xz
+tar -C "$T/sg" -cf - site | xz -T0 -6 > .whl-semgrep/semgrep.tar.xz
 rm -rf "$T"
 cp -L /usr/lib/x86_64-linux-gnu/libseccomp.so.2 .whl/ 2>/dev/null || true  # if the device lacks it
-ls -l .whl/site.tar.xz
+ls -l .whl/site.tar.xz .whl-semgrep/semgrep.tar.xz

@@ -9,10 +9,12 @@ set -euo pipefail
 REPO=$(pwd)
 PY=$(command -v python3)
 mkdir -p .site
-if [ -f .whl/site.tar.xz ]; then
-  tar -C "$REPO" -xJf .whl/site.tar.xz --transform 's,^site,.site,'
-  sed -i "1s|^#!.*python.*\$|#!$PY|" .site/bin/* 2>/dev/null || true
-fi
+for part in .whl-semgrep/semgrep.tar.xz .whl/site.tar.xz; do  # semgrep may come a call earlier
+  if [ -f "$part" ]; then
+    tar -C "$REPO" -xJf "$part" --transform 's,^site,.site,'
+  fi
+done
+sed -i "1s|^#!.*python.*\$|#!$PY|" .site/bin/* 2>/dev/null || true
 if ls .whl/*.whl >/dev/null 2>&1; then
   "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target "$REPO/.site" .whl/*.whl
