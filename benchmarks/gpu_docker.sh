@@ -23,6 +23,10 @@ if [ ! -f .whl/site.tar.xz ]; then
   mkdir -p .whl && cp "$C/site.tar.xz" "$C/libseccomp.so.2" .whl/
 fi
 bash benchmarks/gpu_device_setup.sh > "$OUT/setup.log" 2>&1 || { tail -20 "$OUT/setup.log"; exit 1; }
+# a .whl/ left on the device by an earlier call may lack the Docker SDK: merge ours in
+tar -C . -xJf "$C/site.tar.xz" --transform 's,^site,.site,'
+python3 -c 'import docker, sandboxharness.sandbox.docker; print("docker SDK", docker.__version__)' \
+  >> "$OUT/setup.log" 2>&1 || { tail -20 "$OUT/setup.log"; exit 1; }
 # shellcheck disable=SC1091
 source .site/env.sh
 export PYTHONUNBUFFERED=1
