@@ -222,25 +222,24 @@ class Gateway:
             name = parse_model(_CampaignName, {"name": campaign}, "campaign").name
         except InputError as e:
             raise Refused(str(e)) from None
-        path = None if root is None else root / name / "state.json"
-        if path is None or not path.is_file():
+        if root is None or not (root / name / "state.json").is_file():
             raise Refused(f"no campaign {campaign[:100]!r}")
-        state = json.loads(path.read_text(encoding="utf-8"))
-        definition = state.get("definition") if isinstance(state, dict) else None
+        from ..loop.state import CampaignState
+
+        state = CampaignState.open(root / name)  # the hash chain is verified on the way in
+        setup = state.last("campaign")  # entries' bodies
+        definition = (setup or {}).get("definition")
         if not isinstance(definition, str) or not grant.may_see(definition):
-            raise Refused(f"no campaign {campaign[:100]!r}")
+            raise Refused(f"no campaign {campaign[:100]!r}")  # the same answer: nothing leaks
         return _campaign_summary(name, state)
 
 
-def _campaign_summary(name: str, state: dict[str, Any]) -> dict[str, Any]:
-    """Scalars of the state, and the last few rounds' verdicts (not every candidate)."""
-    out: dict[str, Any] = {"campaign": name}
-    for k, v in state.items():
-        if isinstance(v, (str, int, float, bool)) or v is None:
-            out[k] = v
-        elif isinstance(v, list):
-            out[f"{k}_count"] = len(v)
-    for key in ("rounds", "history", "trajectory"):
-        if isinstance(state.get(key), list):
-            out[f"last_{key}"] = state[key][-5:]
-    return out
+def _campaign_summary(name: str, state: Any) -> dict[str, Any]:
+    """The set-up, the baseline, the round count and the last rounds' verdicts and events."""
+    setup = state.last("campaign") or {}
+    rounds = state.of_kind("round")
+    return {"campaign": name, "definition": setup.get("definition"),
+            "generator": setup.get("generator"), "policy": setup.get("policy"),
+            "head": state.head, "baseline": state.last("baseline"),
+            "rounds": len(rounds), "last_rounds": rounds[-5:],
+            "last_events": state.of_kind("event")[-5:]}

@@ -52,42 +52,48 @@ class MCPGenerator:
         from ..loop.bundle import render_markdown
 
         k = max(1, min(k, MAX_K))
+        self.notes = []
         store = GatewayStore(self.state)
         folder = store.open_round(task.model_dump(mode="json"), render_markdown(task))
         inbox = folder / "submissions"
         deadline = self.clock() + self.wait_s
-        try:
-            while self.clock() < deadline and len(list(inbox.glob("v_*.json"))) < k:
+        seen: dict[str, Solution | None] = {}
+        try:  # only usable solutions count towards k: a broken file does not end the wait
+            while len(self._read(inbox, task, seen)) < k and self.clock() < deadline:
                 time.sleep(self.poll_s)
         finally:
             store.close_round(folder)
-        return self._read(inbox, task, k)
-
-    def _read(self, inbox: Path, task: TaskBundle, k: int) -> list[Solution]:
-        self.notes = []
-        want = task.definition.get("name")
-        out: list[Solution] = []
-        for path in sorted(inbox.glob("v_*.json"), key=lambda p: p.stat().st_mtime):
-            if len(out) >= k:
-                self.notes.append(f"{path.name}: beyond the round's {k} candidates")
-                continue
-            if path.is_symlink() or not path.is_file() or \
-                    path.stat().st_size > MAX_SUBMISSION_BYTES:
-                self.notes.append(f"{path.name}: not a regular file within the size cap")
-                continue
-            try:
-                sol = load_solution(path)
-            except InputError as e:
-                self.notes.append(f"{path.name}: {e}")
-                continue
-            if sol.definition != want:
-                self.notes.append(f"{path.name}: for {sol.definition!r}, not {want!r}")
-                continue
-            out.append(sol)
+        out = self._read(inbox, task, seen)
+        for extra in out[k:]:
+            self.notes.append(f"{extra.name}: beyond the round's {k} candidates")
         if not out:
-            raise GeneratorError(f"no agent submitted a usable solution for {want!r} within "
-                                 f"{self.wait_s:g} s (gateway state {self.state})")
-        return out
+            raise GeneratorError(f"no agent submitted a usable solution for "
+                                 f"{task.definition.get('name')!r} within {self.wait_s:g} s "
+                                 f"(gateway state {self.state})")
+        return out[:k]
+
+    def _read(self, inbox: Path, task: TaskBundle, seen: dict[str, Solution | None]
+              ) -> list[Solution]:
+        """Usable solutions in arrival order; each file is judged once (``seen``)."""
+        want = task.definition.get("name")
+        for path in sorted(inbox.glob("v_*.json"), key=lambda p: p.stat().st_mtime):
+            if path.name not in seen:
+                seen[path.name] = self._judge(path, want)
+        return [s for s in seen.values() if s is not None]
+
+    def _judge(self, path: Path, want: object) -> Solution | None:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_SUBMISSION_BYTES:
+            self.notes.append(f"{path.name}: not a regular file within the size cap")
+            return None
+        try:
+            sol = load_solution(path)
+        except InputError as e:
+            self.notes.append(f"{path.name}: {e}")
+            return None
+        if sol.definition != want:
+            self.notes.append(f"{path.name}: for {sol.definition!r}, not {want!r}")
+            return None
+        return sol
 
 
 def make_generator(campaign_state: Path) -> MCPGenerator:

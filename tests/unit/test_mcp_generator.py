@@ -67,3 +67,24 @@ def test_no_submission_ends_the_wait_with_a_generator_error(tmp_path: Path) -> N
     with pytest.raises(GeneratorError, match="no agent submitted"):
         MCPGenerator(tmp_path / "gw", wait_s=0.3, poll_s=0.05).propose(task, 2)
     assert time.monotonic() - t0 < 5
+
+
+def test_campaign_status_reads_the_verified_state(tmp_path: Path) -> None:
+    from sandboxharness.gateway.tokens import AgentGrant
+    from sandboxharness.gateway.tools import Refused
+    from sandboxharness.loop.state import CampaignState
+
+    camps = tmp_path / "campaigns"
+    (camps / "c1").mkdir(parents=True)
+    st = CampaignState.open(camps / "c1")
+    st.append("campaign", {"definition": NAME, "generator": "mcp", "policy": "default"})
+    st.append("round", {"round": 1, "verdict": "archive"})
+    gateway = Gateway(GatewayConfig(dataset=_dataset(tmp_path), state=tmp_path / "gw",
+                                    policy=default_policy(), campaigns=camps))
+    got = gateway.call(local_grant(), "campaign_status", {"campaign": "c1"})
+    assert got["definition"] == NAME and got["rounds"] == 1
+    assert got["last_rounds"] == [{"round": 1, "verdict": "archive"}]
+    other = AgentGrant(id="b", token_sha256="sha256:" + "1" * 64, definitions=["softmax_*"])
+    for grant, name in ((other, "c1"), (local_grant(), "../c1"), (local_grant(), "c2")):
+        with pytest.raises(Refused, match="campaign"):
+            gateway.call(grant, "campaign_status", {"campaign": name})
