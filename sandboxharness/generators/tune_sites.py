@@ -118,10 +118,13 @@ def find_sites(path: str, text: str) -> list[Site]:
 def step(value: int, klass: Param, direction: int, n: int = 1) -> int | None:
     """``value`` moved ``n`` rungs up (direction 1) or down (-1) its ladder; None off the end."""
     ladder = LADDERS[klass]
-    nearest = min(range(len(ladder)), key=lambda i: (abs(ladder[i] - value), i))
-    if ladder[nearest] != value:  # not on the ladder: the first rung past it counts as one
-        nearest += -1 if (ladder[nearest] > value) == (direction > 0) else 0
-    i = nearest + direction * n
+    if value in ladder:
+        i = ladder.index(value) + direction * n
+    else:  # off the ladder: the first rung past it in that direction is one step
+        past = [j for j, r in enumerate(ladder) if (r > value if direction > 0 else r < value)]
+        if not past:
+            return None
+        i = (past[0] if direction > 0 else past[-1]) + direction * (n - 1)
     return ladder[i] if 0 <= i < len(ladder) else None
 
 

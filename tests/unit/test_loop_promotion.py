@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from sandboxharness.api import default_policy
 from sandboxharness.intake import load_definition, load_workloads
 from sandboxharness.loop.controller import Controller
 from sandboxharness.loop.directions import load_catalogue
 from sandboxharness.loop.measure import SweepSetup
 from sandboxharness.loop.state import CampaignState
 from sandboxharness.loop.view import View
-from sandboxharness.api import default_policy
 from sandboxharness.models import Solution
 from sandboxharness.policy.campaign import CampaignRules, RoundEvidence, Sweep, decide_round
 from tests.conftest import DATA, TRITON_RMS, make_solution

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from sandboxharness.models import Definition, WorkloadTrace
 from sandboxharness.loop.regimes import boundary_workloads, build_regimes
+from sandboxharness.models import Definition, WorkloadTrace
 from sandboxharness.policy.campaign import RegimeRules
 
 DEF = Definition.model_validate({
