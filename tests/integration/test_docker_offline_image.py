@@ -171,3 +171,53 @@ def test_image_whose_bound_paths_are_gone_is_refused(offline) -> None:
             DockerSandbox(image=tag)
     finally:
         backend._client.images.remove(tag, force=True)
+
+
+GPU_PROBE = r'''
+import json, os
+f = {"dev": sorted(n for n in os.listdir("/dev") if n.startswith("nvidia")),
+     "visible": os.environ.get("CUDA_VISIBLE_DEVICES"), "path": os.environ["PATH"],
+     "tmp_owner_is_me": os.stat(os.environ["TMPDIR"]).st_uid == os.getuid()}
+open("/job/out/facts.json", "w").write(json.dumps(f))
+def run(*a):
+    return None
+'''
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="device nodes are made with mknod (root)")
+def test_gpu_job_gets_only_its_lanes_device_nodes(offline, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A GPU job through the real engine, on a host whose NVIDIA nodes are stand-ins (character
+    devices with /dev/null's numbers, made here): the container holds its lane's GPU node and
+    the control nodes only, CUDA_VISIBLE_DEVICES names the one GPU it has, scratch is its own."""
+    import functools
+
+    from sandboxharness.sandbox import docker as docker_backend
+    from sandboxharness.sandbox.docker_gpu import device_nodes
+
+    backend, _ = offline
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    for name in ("nvidia0", "nvidia1", "nvidia2", "nvidiactl", "nvidia-uvm"):
+        os.mknod(dev / name, 0o666 | 0o020000, os.makedev(1, 3))
+    monkeypatch.setattr(docker_backend, "device_nodes",
+                        functools.partial(device_nodes, dev=dev, mapping=lambda: None))
+    job_root = tmp_path / "job"
+    dirs = {k: job_root / k for k in ("src", "data", "out", "tmp")}
+    for d in dirs.values():
+        d.mkdir(mode=0o700, parents=True)
+    (dirs["src"] / "probe.py").write_text(GPU_PROBE)
+    job = JobSpec(role="candidate", src_dir=dirs["src"], data_dir=dirs["data"],
+                  out_dir=dirs["out"], tmp_dir=dirs["tmp"], limits=Limits(memory_mb=2048),
+                  env={"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": "2"}, gpu=True)
+    session = WorkerSession(backend.start(job, deadline_s=120), 120)
+    p = session.paths
+    reply = session.request({"op": "hello", "role": "candidate", "entry_file": "probe.py",
+                             "entry_func": "run", "dps": False, "preload_triton": False,
+                             "src": p.src, "data": p.data, "device": "cpu"}, 120)
+    info = session.close()
+    assert reply["ok"] is True, info.stderr
+    f = json.loads((dirs["out"] / "facts.json").read_text())
+    assert f["dev"] == ["nvidia-uvm", "nvidia2", "nvidiactl"]
+    assert f["visible"] == "0" and f["tmp_owner_is_me"] is True
+    assert f["path"].startswith("/opt/venv/bin:")
