@@ -18,7 +18,7 @@ from ..errors import HarnessError
 from ..models import Stage, Verdict
 from ..models.trace import Trace
 from .load import ReportInput
-from .schema import SIGNATURE_FIELDS, STAGES
+from .schema import SIGNATURE_FIELDS, STAGES, TABLES
 
 Row = dict[str, Any]
 
@@ -239,5 +239,8 @@ def round_rows(inp: ReportInput) -> list[Row]:
 
 
 def all_tables(inp: ReportInput) -> dict[str, list[Row]]:
-    return {"results": results_rows(inp), "verdicts": verdict_rows(inp),
-            "rounds": round_rows(inp)}
+    """Every table, each row holding every column of its schema (None where absent)."""
+    built = {"results": results_rows(inp), "verdicts": verdict_rows(inp),
+             "rounds": round_rows(inp)}
+    return {name: [{c.name: row.get(c.name) for c in TABLES[name]} for row in rows]
+            for name, rows in built.items()}
