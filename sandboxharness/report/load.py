@@ -19,7 +19,6 @@ from ..models.trace import Trace
 
 MAX_TRACE_LINE = 8 * 1024 * 1024
 """A trace line holds a workload and a log of at most a few KiB; far past that it is refused."""
-MAX_CAMPAIGN_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -94,93 +93,44 @@ def load_input(root: str | Path, campaign: str | Path | None = None) -> ReportIn
                        campaign=load_campaign(Path(campaign)) if campaign else None)
 
 
-# -- campaigns: the loop's state, read tolerantly (its format may grow) ----------------------
+# -- campaigns: the loop's state (``loop.state``: hash-chained, verified when read) ---------
 
-def _records(folder: Path) -> list[dict[str, Any]]:
-    """Round records from ``state.json`` (``rounds`` or ``history``: a list) and from
-    ``history.jsonl`` / ``rounds.jsonl`` (one object a line); later files win per round."""
-    found: list[dict[str, Any]] = []
-    state = folder / "state.json"
-    if state.is_file():
-        data = _read_json(state)
-        if isinstance(data, dict):
-            for key in ("rounds", "history"):
-                if isinstance(data.get(key), list):
-                    found.extend(r for r in data[key] if isinstance(r, dict))
-    for name in ("history.jsonl", "rounds.jsonl"):
-        path = folder / name
-        if path.is_file():
-            text = _read_text(path)
-            for n, line in enumerate(text.splitlines(), start=1):
-                if line.strip():
-                    obj = _parse(line, f"{path}:{n}")
-                    if isinstance(obj, dict):
-                        found.append(obj)
-    return found
+def _num(obj: dict[str, Any], key: str) -> float | None:
+    v = obj.get(key)
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
 
 
-def _read_text(path: Path) -> str:
-    size = path.stat().st_size
-    if size > MAX_CAMPAIGN_BYTES:
-        raise InputError(f"{size} bytes, over the {MAX_CAMPAIGN_BYTES}-byte cap", where=str(path))
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise InputError("not UTF-8 text", where=str(path)) from None
-
-
-def _parse(text: str, where: str) -> Any:
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise InputError(f"invalid JSON: {one_line(exc, 200)}", where=where) from None
-
-
-def _read_json(path: Path) -> Any:
-    return _parse(_read_text(path), str(path))
-
-
-def _num(obj: dict[str, Any], *keys: str) -> float | None:
-    for k in keys:
-        v = obj.get(k)
-        if isinstance(v, int | float) and not isinstance(v, bool):
-            return float(v)
-    return None
-
-
-def _text(obj: dict[str, Any], *keys: str) -> str | None:
-    for k in keys:
-        v = obj.get(k)
-        if isinstance(v, str):
-            return v
-        if isinstance(v, dict) and isinstance(v.get("hypothesis"), str):
-            return str(v["hypothesis"])
-    return None
-
-
-def _round(obj: dict[str, Any]) -> Round | None:
-    n = obj.get("round")
-    if not isinstance(n, int) or isinstance(n, bool):
-        return None
-    cands = obj.get("candidates")
-    count = len(cands) if isinstance(cands, list) else cands if isinstance(cands, int) else None
-    return Round(round=n, definition=_text(obj, "definition"),
-                 verdict=_text(obj, "verdict", "decision"),
-                 best_mean_ms=_num(obj, "best_mean_ms", "best_mean_latency_ms", "mean_ms"),
-                 candidates=count, hypothesis=_text(obj, "hypothesis", "direction"),
-                 time=_text(obj, "time", "finished_at", "ended_at"))
+def _text(obj: dict[str, Any], key: str) -> str | None:
+    v = obj.get(key)
+    return v if isinstance(v, str) else None
 
 
 def load_campaign(folder: Path) -> Campaign | None:
-    """The rounds a campaign directory records, or None when it records none (a missing
-    directory is bad input: the caller named it)."""
+    """Round 0 (the baseline) and every finished round of the campaign in ``folder``, with the
+    best full-sweep mean as it stood after each; None when no round is recorded yet. A
+    missing folder, or a state whose hash chain breaks, is bad input."""
+    from ..loop.state import CampaignState
+
     if not folder.is_dir():
         raise InputError("no such campaign directory", where=str(folder))
-    by_round: dict[int, Round] = {}
-    for rec in _records(folder):
-        r = _round(rec)
-        if r is not None:
-            by_round[r.round] = r
-    if not by_round:
+    state = CampaignState.open(folder)
+    setup = state.last("campaign") or {}
+    definition = _text(setup, "definition")
+    out: list[Round] = []
+    best: float | None = None
+    for entry in state.entries:
+        kind, body = entry["kind"], entry["body"]
+        if kind == "baseline":
+            best = _num(body, "best_mean_ms")
+            out.append(Round(0, definition, "baseline", best, len(body.get("verdicts") or []),
+                             "baseline: the starting solution", None))
+        elif kind == "round" and isinstance(body.get("round"), int):
+            if body.get("verdict") == "promote" and _num(body, "best_mean_ms") is not None:
+                best = _num(body, "best_mean_ms")
+            cands = body.get("candidates")
+            out.append(Round(int(body["round"]), definition, _text(body, "verdict"), best,
+                             len(cands) if isinstance(cands, list) else None,
+                             _text(body, "hypothesis"), None))
+    if not out:
         return None
-    return Campaign(name=folder.resolve().name, rounds=tuple(by_round[k] for k in sorted(by_round)))
+    return Campaign(name=folder.resolve().name, rounds=tuple(out))

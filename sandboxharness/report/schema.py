@@ -123,8 +123,10 @@ ROUNDS = [
     _c("campaign", "string", "The campaign directory's name."),
     _c("round", "int", "Round number."),
     _c("definition", "string", "Definition the round worked on (when recorded)."),
-    _c("verdict", "string", "The round's one verdict: archive, promote or reject."),
-    _c("best_mean_ms", "float", "Best full-sweep mean latency after the round (ms)."),
+    _c("verdict", "string", "The round's one verdict: archive, promote or reject "
+       "(`baseline` for round 0, the starting solution)."),
+    _c("best_mean_ms", "float", "Best full-sweep mean latency as it stood after the round "
+       "(ms): the baseline's, then each promotion's."),
     _c("candidates", "int", "Candidates evaluated in the round."),
     _c("hypothesis", "string", "The round's hypothesis or direction (untrusted text)."),
     _c("time", "time", "When the round ended (UTC)."),
@@ -149,7 +151,7 @@ _INTRO = """# Export schema (version {v})
 `sandboxharness export --local DATASET --format parquet|csv --out DIR` and
 `sandboxharness report --local DATASET --out DIR` write these tables: `results` (one row per
 solution x workload, the newest stored verdict of each solution), `verdicts` (every stored
-verdict) and `rounds` (campaign rounds, with `--campaign DIR`). Parquet files carry the schema
+verdict) and `rounds` (campaign rounds from `--campaign DIR/state.json`). Parquet files carry the schema
 version in their metadata (`sandboxharness.export_schema`) and every column's description;
 `manifest.json` beside them names the version, the tables and their row counts.
 

@@ -17,7 +17,8 @@ LEFT = 230
 RIGHT = 70
 PALETTE = ("#3366cc", "#dc7a1e", "#2a9d5c", "#b8336a", "#7a5cc2", "#8c6d31", "#1aa0b8",
            "#d9b310", "#5f6b7a", "#e0555a")
-VERDICT_COLOURS = {"promote": "#2a9d5c", "archive": "#3366cc", "reject": "#dc3545"}
+VERDICT_COLOURS = {"baseline": "#5f6b7a", "promote": "#2a9d5c", "archive": "#3366cc",
+                   "reject": "#dc3545"}
 
 
 def esc(text: object) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 from sandboxharness.report import svg
 from sandboxharness.report.build import build_report
 from sandboxharness.report.html import SELF_CHECK, STYLE, render
-from tests.unit.test_report_tables import _dataset, _store, gpu_verdict
+from tests.unit.test_report_tables import _dataset, _store, campaign_dir, gpu_verdict
 
 NASTY = '<script>alert(1)</script>&"\'\x1b[31m'
 
@@ -46,12 +46,7 @@ def test_page_is_self_contained_and_its_policy_pins_its_own_code(tmp_path: Path)
 
 
 def test_every_view_has_its_plot(tmp_path: Path) -> None:
-    camp = tmp_path / "camp"
-    camp.mkdir()
-    (camp / "history.jsonl").write_text(
-        '{"round": 1, "verdict": "reject", "best_mean_ms": 0.02}\n'
-        '{"round": 2, "verdict": "promote", "best_mean_ms": 0.01}\n')
-    page = _report(tmp_path, campaign=camp)
+    page = _report(tmp_path, campaign=campaign_dir(tmp_path))
     ids = re.findall(r'data-plot="([^"]+)"', page)
     assert ids == ["reasons", "campaign-rounds", "speedup-0", "latency-0", "stages-0"]
     assert len(set(ids)) == len(ids)

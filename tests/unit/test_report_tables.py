@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
@@ -167,30 +165,37 @@ def test_schema_document_is_generated_from_the_schema() -> None:
     assert (REPO / "docs" / "EXPORT_SCHEMA.md").read_text() == schema.markdown()
 
 
-def _campaign(tmp_path: Path, state: Any, history: list[Any]) -> Path:
-    folder = tmp_path / "camp"
-    folder.mkdir()
-    (folder / "state.json").write_text(json.dumps(state))
-    (folder / "history.jsonl").write_text("".join(json.dumps(h) + "\n" for h in history))
-    return folder
+def campaign_dir(tmp_path: Path) -> Path:
+    """A campaign state written by the loop's own state writer (hash-chained)."""
+    from sandboxharness.loop.state import CampaignState
+
+    state = CampaignState.open(tmp_path / "camp")
+    state.append("campaign", {"definition": "rms_t"})
+    state.append("baseline", {"best_mean_ms": 0.02, "verdicts": ["sha256:x"]})
+    state.append("round_started", {"round": 1})
+    state.append("round", {"round": 1, "verdict": "reject", "hypothesis": "tile 128",
+                           "candidates": [{"name": "a"}, {"name": "b"}]})
+    state.append("round", {"round": 2, "verdict": "promote", "best_mean_ms": 0.01,
+                           "hypothesis": "=1+1", "candidates": []})
+    state.append("round", {"round": 3, "verdict": "archive", "candidates": []})
+    return state.root
 
 
-def test_campaign_rounds_are_read_tolerantly(tmp_path: Path) -> None:
-    folder = _campaign(tmp_path, {"rounds": [{"round": 1, "verdict": "reject", "mean_ms": 2},
-                                             {"round": "x"}, "junk"], "other": 1},
-                       [{"round": 2, "decision": "promote", "best_mean_ms": 1.5,
-                         "candidates": ["a", "b"], "direction": {"hypothesis": "tile 128"}},
-                        {"note": "no round number"}])
+def test_campaign_rounds_come_from_the_verified_state(tmp_path: Path) -> None:
+    folder = campaign_dir(tmp_path)
     camp = load_campaign(folder)
     assert camp is not None
-    assert [(r.round, r.verdict, r.best_mean_ms, r.candidates, r.hypothesis)
-            for r in camp.rounds] == [(1, "reject", 2.0, None, None),
-                                      (2, "promote", 1.5, 2, "tile 128")]
+    assert [(r.round, r.verdict, r.best_mean_ms, r.candidates, r.hypothesis, r.definition)
+            for r in camp.rounds] == [
+        (0, "baseline", 0.02, 1, "baseline: the starting solution", "rms_t"),
+        (1, "reject", 0.02, 2, "tile 128", "rms_t"), (2, "promote", 0.01, 0, "=1+1", "rms_t"),
+        (3, "archive", 0.01, 0, None, "rms_t")]
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert load_campaign(empty) is None
+    assert load_campaign(empty) is None  # no state yet: no rounds table rows
     with pytest.raises(InputError, match="no such campaign"):
         load_campaign(tmp_path / "missing")
-    (folder / "history.jsonl").write_text("{bad\n")
-    with pytest.raises(InputError, match=r"history\.jsonl:1"):
-        load_campaign(folder)
+    state = folder / "state.json"
+    state.write_text(state.read_text().replace('"tile 128"', '"tile 256"'))
+    with pytest.raises(InputError, match="state.json"):
+        load_campaign(folder)  # an edited history is refused, never reported
