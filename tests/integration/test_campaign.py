@@ -13,7 +13,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import DATA, REPO
+
+pytestmark = pytest.mark.slow  # a real 2-round campaign, killed and resumed (~120 s)
 
 WEAK = '''import triton
 import triton.language as tl

@@ -20,6 +20,8 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.conftest import REPO
 from tests.integration.gateway_setup import PY, Setup, audited_calls, cli, make_setup, solution
 
+pytestmark = pytest.mark.slow  # a real HTTP gateway subprocess and evaluations (~85 s)
+
 AGENTS = {
     "alice": ["--submissions-per-hour", "0"],  # may submit, but has no budget left
     "bob": ["--definitions", "softmax_*", "--tools", "list_definitions,get_task",

@@ -8,11 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from tests.conftest import REPO
 from tests.integration.gateway_setup import PY, audited_calls, make_setup, solution
+
+pytestmark = pytest.mark.slow  # real evaluations through a gateway subprocess (~75 s)
 
 
 async def _call(session: ClientSession, tool: str, **args: Any) -> tuple[bool, Any]:
