@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 1
 
 Kind = Literal["string", "int", "float", "bool", "time"]
-STAGES = ("policy", "static", "compile", "correctness", "sanitizer", "benchmark", "promotion")
+STAGES = ("policy", "static", "compile", "correctness", "sanitizer", "benchmark", "profile",
+          "promotion")
 SIGNATURE_FIELDS: tuple[tuple[str, Kind], ...] = (
     ("kernel", "string"), ("bottleneck", "string"), ("limiter", "string"),
     ("duration_us", "float"), ("sm_throughput_pct", "float"), ("mem_throughput_pct", "float"),

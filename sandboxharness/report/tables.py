@@ -90,17 +90,25 @@ def _by_workload(entries: Any) -> dict[str, dict[str, Any]]:
             if isinstance(e, dict) and "workload" in e}
 
 
-def _signature(v: Verdict, uuid: str) -> dict[str, Any] | None:
+def _signature(v: Verdict, uuid: str, axes: str) -> dict[str, Any] | None:
     """A profile signature for the workload wherever a stage's details carry one: a
-    ``signatures`` map by workload, or a ``signature`` in the workload's entry."""
+    ``signatures`` map by workload, or a ``signature`` in the workload's entry of
+    ``signatures`` (the profile stage's list: one entry per regime), ``regimes`` or
+    ``workloads``. The profile stage measures one workload per regime (one set of axis
+    values), so a workload with the same axes as a profiled one shares its signature."""
     for st in v.stages:
         sigs = st.details.get("signatures")
         if isinstance(sigs, dict) and isinstance(sigs.get(uuid), dict):
             return dict(sigs[uuid])
-        for key in ("regimes", "workloads"):
+        for key in ("signatures", "regimes", "workloads"):
             entry = _by_workload(st.details.get(key)).get(uuid, {})
             if isinstance(entry.get("signature"), dict):
                 return dict(entry["signature"])
+    prof = _details(v, Stage.PROFILE).get("signatures")
+    for entry in prof if isinstance(prof, list) else []:
+        if isinstance(entry, dict) and isinstance(entry.get("signature"), dict) \
+                and isinstance(entry.get("axes"), dict) and _axes(entry["axes"]) == axes:
+            return dict(entry["signature"])
     return None
 
 
@@ -179,7 +187,7 @@ def results_rows(inp: ReportInput) -> list[Row]:
                    **_measures(timed.get(uuid, {}), regimes.get(uuid, {}))}
             if row["clock"] is None and isinstance(bench.get("clock"), str):
                 row["clock"] = bench["clock"]  # the CPU clock is said once per stage
-            sig = _signature(v, uuid) or {}
+            sig = _signature(v, uuid, axes) or {}
             row.update({f"sig_{name}": sig.get(name) for name, _ in SIGNATURE_FIELDS})
             rows.append(row)
             covered.add((d, s, uuid))
