@@ -130,3 +130,13 @@ def test_two_rounds_resume_after_sigkill_mid_round(tmp_path: Path) -> None:
     assert [e["round"] for e in round_events] == [1, 2]
     assert [e["verdict"] for e in round_events] == [r["verdict"] for r in rounds]
     assert any(r.get("kind") == "campaign.event" for r in events)
+
+    from sandboxharness.report.load import load_campaign  # the report's rounds table
+
+    camp = load_campaign(tmp_path / "st")
+    assert camp is not None
+    baseline = next(e["body"] for e in entries if e["kind"] == "baseline")
+    assert [(r.round, r.verdict, r.candidates) for r in camp.rounds] == \
+        [(0, "baseline", len(baseline["verdicts"]))] + \
+        [(r["round"], r["verdict"], len(r["candidates"])) for r in rounds]
+    assert {r.best_mean_ms for r in camp.rounds} == {baseline["best_mean_ms"]}  # no promotion
