@@ -23,6 +23,8 @@ from sandboxharness.models import Verdict
 from tests.conftest import DATA, REPO, TRITON_RMS, make_solution
 from tests.integration.test_run_local import _dataset
 
+pytestmark = pytest.mark.slow  # three real evaluations (~50 s)
+
 NO_STATIC = ("name: archive-thief\nimports: {deny: []}\n"  # let the attempt reach the sandbox
              "static: {bandit: false, semgrep: false, ast_rules: false}\n"
              "limits: {compile_timeout_s: 60, run_timeout_s: 60}\n"
