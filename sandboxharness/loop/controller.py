@@ -62,7 +62,8 @@ class Controller:
         sweeps, verdicts, dev = [], [], 0.0
         signatures: dict[str, dict[str, Any]] = {}
         for rep in range(2):
-            m = self._sweep([start], every, ("baseline", rep), f"baseline-{rep + 1}")
+            m = self._sweep([start], every, ("baseline", rep), f"baseline-{rep + 1}",
+                            profile=True)
             sw = m.sweeps.get(view.best_key)
             if sw is None or not sw.correct:
                 raise InfrastructureError(
@@ -194,7 +195,8 @@ class Controller:
             done = 1 if matrix.is_full(screen) else 0
             leader = next(c for c in cands if candidate_key(c) == lead)
             for rep in range(done, rules.min_repeats):
-                mr = self._sweep([best, leader], every, (n, rep + 1), f"round-{n}-full{rep + 1}")
+                mr = self._sweep([best, leader], every, (n, rep + 1), f"round-{n}-full{rep + 1}",
+                                 profile=True)  # the leader's signatures, read on promotion
                 out["device_s"] += mr.device_s
                 if lead in mr.sweeps:
                     cand_sw.append(mr.sweeps[lead])
@@ -237,10 +239,12 @@ class Controller:
 
     # --- helpers ----------------------------------------------------------------------------
     def _sweep(self, sols: Sequence[Solution], uuids: Sequence[str], salt: tuple[Any, ...],
-               tag: str, trials: int | None = None) -> Measured:
+               tag: str, *, trials: int | None = None, profile: bool = False) -> Measured:
+        """One sweep; ``profile`` only where its signatures are read (the baseline, the
+        leader's full repeats): screening and the boundary replay run without it."""
         self.say(f"  sweep {tag}: {len(sols)} solution(s) x {len(uuids)} workload(s)")
         return run_sweep(self.setup, sols, uuids, seed=derive_seed(self.seed, *salt), tag=tag,
-                         trials=trials)
+                         trials=trials, profile=profile)
 
     @staticmethod
     def _heaviest_signature(view: View) -> dict[str, Any] | None:

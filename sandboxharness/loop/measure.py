@@ -26,7 +26,8 @@ from ..policy.campaign import Sweep
 from .regimes import RegimeMatrix
 from .state import candidate_key
 
-__all__ = ["Measured", "SweepSetup", "per_regime", "run_sweep", "signatures_of", "sweep_of"]
+__all__ = ["Measured", "SweepSetup", "per_regime", "run_sweep", "signatures_of", "sweep_of",
+           "sweep_policy"]
 
 SPEED_ONLY = frozenset({ReasonCode.SLOWER_THAN_BASELINE, ReasonCode.TIMING_UNSTABLE})
 """Reasons that say nothing about correctness: a candidate rejected only for these is correct."""
@@ -152,10 +153,24 @@ def _copy_blobs(setup: SweepSetup, chosen: Sequence[WorkloadTrace], dest: Path) 
                 shutil.copyfile(src, dst)
 
 
+def sweep_policy(policy: Policy, *, trials: int | None = None, profile: bool = True) -> Policy:
+    """The policy one sweep runs under: ``trials`` raises the correctness trials (the boundary
+    replay); ``profile`` False turns the profile stage off for a sweep whose signatures the
+    controller never reads (screening, the boundary replay): Nsight Compute costs seconds of
+    exclusive GPU time per candidate, and a profile is evidence, never a gate."""
+    if trials is not None:
+        policy = policy.model_copy(update={
+            "correctness": policy.correctness.model_copy(update={"trials": trials})})
+    if not profile and policy.profile.enabled:
+        policy = policy.model_copy(update={
+            "profile": policy.profile.model_copy(update={"enabled": False})})
+    return policy
+
+
 def run_sweep(setup: SweepSetup, solutions: Sequence[Solution], uuids: Sequence[str], *,
-              seed: int, tag: str, trials: int | None = None) -> Measured:
-    """Evaluate ``solutions`` on the workloads ``uuids`` in a private dataset ``work/<tag>``.
-    ``trials`` raises the policy's correctness trials (the boundary replay)."""
+              seed: int, tag: str, trials: int | None = None, profile: bool = True) -> Measured:
+    """Evaluate ``solutions`` on the workloads ``uuids`` in a private dataset ``work/<tag>``,
+    under :func:`sweep_policy` (``trials``, ``profile``)."""
     d = setup.definition
     root = setup.work / tag
     if root.exists():  # a round interrupted and now re-run: its old sweep is discarded
@@ -182,10 +197,7 @@ def run_sweep(setup: SweepSetup, solutions: Sequence[Solution], uuids: Sequence[
         by_name[name] = key
         doc = sol.to_json_dict() | {"name": name}
         (sdir / f"{name}.json").write_text(json.dumps(doc))
-    policy = setup.policy
-    if trials is not None:
-        policy = policy.model_copy(update={
-            "correctness": policy.correctness.model_copy(update={"trials": trials})})
+    policy = sweep_policy(setup.policy, trials=trials, profile=profile)
     summary = run_dataset(root, RunOptions(policy=policy, backend=setup.backend,
                                            jobs=setup.jobs, seed=seed,
                                            hidden_paths=list(setup.hidden),

@@ -26,6 +26,15 @@ def test_the_most_specific_direction_for_the_signature_wins() -> None:
     assert pick(None, None) == "explore-wider-tiles"  # no profile (CPU)
 
 
+def test_latency_with_stalls_first_widens_the_loads_then_adds_warps() -> None:
+    """A latency-bound kernel whose warps stall (occupancy not the cap, e.g. a one-warp row
+    loop over small chunks) is offered wider tiles first, not only more warps."""
+    assert pick("latency", "stalls") == "latency-wider-loads"
+    assert CAT.get("latency-wider-loads").moves == {"block": "up"}  # type: ignore[union-attr]
+    st = {"latency-wider-loads": DirectionStatus(tried=1, rejects=1)}
+    assert pick("latency", "stalls", st, recent=("latency-wider-loads",)) == "latency-more-warps"
+
+
 def test_blocked_directions_are_skipped_and_recommended_ones_preferred() -> None:
     st = {"latency-registers": DirectionStatus(tried=2, rejects=2, blocked=True)}
     assert pick("latency", "occupancy:registers", st) == "latency-more-warps"

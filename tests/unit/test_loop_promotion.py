@@ -144,3 +144,43 @@ def test_candidates_for_another_definition_or_already_measured_are_not_admitted(
                                     notes)
     assert admitted == [] and repeated == 2
     assert any("for definition 'gemm'" in n for n in notes)
+
+
+def test_profiles_run_only_in_the_sweeps_whose_signatures_are_read(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    """Screening and the boundary replay run without the profile stage (minutes of exclusive
+    GPU time over a campaign, never read); the baseline and the leader's full repeats keep it.
+    The sweeps themselves are stand-ins here: this checks the controller's choice only."""
+    from sandboxharness.loop import controller as ctl_mod
+    from sandboxharness.loop.measure import Measured, sweep_policy
+    from sandboxharness.loop.regimes import build_regimes
+    from sandboxharness.loop.state import candidate_key
+
+    on = default_policy().model_copy(update={
+        "profile": default_policy().profile.model_copy(update={"enabled": True})})
+    assert not sweep_policy(on, profile=False).profile.enabled
+    assert sweep_policy(on, trials=7).profile.enabled
+    assert sweep_policy(on, trials=7).correctness.trials == 7
+
+    ctl, _ = _controller(tmp_path)
+    best = Solution.model_validate(make_solution(TRITON_RMS, name="best"))
+    cand = Solution.model_validate(make_solution(TRITON_RMS + "\n# v2\n", name="cand"))
+    calls: list[tuple[str, bool]] = []
+
+    def fake(setup: Any, sols: Any, uuids: Any, *, seed: int, tag: str,
+             trials: int | None = None, profile: bool = True) -> Measured:
+        calls.append((tag, sweep_policy(on, trials=trials, profile=profile).profile.enabled))
+        m = Measured()
+        for s in sols:
+            ms = 1.0 if s.name == "cand" else 2.0
+            m.sweeps[candidate_key(s)] = sweep(ms, ms, trials=trials or 3)
+        return m
+
+    monkeypatch.setattr(ctl_mod, "run_sweep", fake)
+    wl = load_workloads(DATA / "tiny" / "rms_t.jsonl")
+    matrix = build_regimes(ctl.setup.definition, wl, {"a": 1.0, "b": 1.0}, RULES.regimes)
+    view = View(config={}, rules=RULES, best_key=candidate_key(best), best_mean_ms=2.0,
+                regimes=matrix, baseline={"boundary": ["a", "b"]})
+    body = ctl._evaluate(1, view, best, [cand])
+    assert body["verdict"] == "promote", body["why"]
+    assert calls == [("round-1-1", False), ("round-1-full2", True), ("round-1-boundary", False)]
