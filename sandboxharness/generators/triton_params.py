@@ -51,11 +51,23 @@ def _demoted(change: dict[Site, int], sig: Any) -> bool:
 
 def _changes(sites: list[Site], moves: dict[Param, int]) -> Iterator[dict[Site, int]]:
     """Changes in the order the direction prefers: each site one rung, each class together,
-    two rungs, classes combined; then the opposite way (exploration)."""
+    classes combined; the same two rungs away; one rung the opposite way (exploration); then
+    three rungs and further, so a direction picked again from the same best (after an
+    archive) still has candidates it has not proposed."""
     by_class = {k: [s for s in sites if s.klass == k] for k in _ALL}
     prefs = [(k, d) for k, d in moves.items() if by_class[k]] or [
         (k, 1) for k in _ALL if by_class[k]]
-    for rungs in (1, 2):
+    yield from _along(by_class, prefs, (1, 2))
+    for k, d in prefs:
+        for s in by_class[k]:
+            if (v := step(s.value, k, -d)) is not None:
+                yield {s: v}
+    yield from _along(by_class, prefs, range(3, max(len(r) for r in LADDERS.values())))
+
+
+def _along(by_class: dict[Param, list[Site]], prefs: list[tuple[Param, int]],
+           spans: Iterable[int]) -> Iterator[dict[Site, int]]:
+    for rungs in spans:
         for k, d in prefs:
             for s in by_class[k]:
                 if (v := step(s.value, k, d, rungs)) is not None:
@@ -68,10 +80,6 @@ def _changes(sites: list[Site], moves: dict[Param, int]) -> Iterator[dict[Site, 
                     if (v := step(s.value, k, d, rungs)) is not None}
             if both:
                 yield both
-    for k, d in prefs:
-        for s in by_class[k]:
-            if (v := step(s.value, k, -d)) is not None:
-                yield {s: v}
 
 
 class TritonParamsGenerator:
@@ -120,6 +128,10 @@ class TritonParamsGenerator:
             out.append(cand)
             if len(out) >= k:
                 break
+        if not out:  # the interface: GeneratorError when none can be made (the round says why)
+            raise GeneratorError(f"every launch-parameter move of direction "
+                                 f"{(task.direction or {}).get('id', 'explore')!r} from this "
+                                 "best was proposed already")
         return out
 
     @staticmethod

@@ -75,6 +75,27 @@ def test_propose_follows_the_direction_and_never_repeats() -> None:
         Solution.model_validate(s.model_dump(mode="json"))
 
 
+def test_a_direction_picked_again_goes_further_then_says_it_has_nothing_new() -> None:
+    """After an archive the controller picks the same direction from the same best: the search
+    steps further along the ladder, and once every move was proposed it raises (the
+    interface's contract) instead of returning nothing, so the round records why."""
+    gen = TritonParamsGenerator()
+    first = gen.propose(bundle({"block": "up"}), 3)  # type: ignore[arg-type]
+    assert [s.description.split(" (")[0] for s in first] == [
+        "launch parameters BLOCK_ROWS=32", "launch parameters BLOCK_ROWS=64",
+        "launch parameters BLOCK_ROWS=8"]
+    again = gen.propose(bundle({"block": "up"}), 2)  # type: ignore[arg-type]
+    assert [s.description.split(" (")[0] for s in again] == [
+        "launch parameters BLOCK_ROWS=128", "launch parameters BLOCK_ROWS=256"]
+    stages = TritonParamsGenerator()
+    got = stages.propose(bundle({"num_stages": "up"}), 8)  # type: ignore[arg-type]
+    assert [s.description.split(" (")[0] for s in got] == [
+        "launch parameters num_stages=4", "launch parameters num_stages=5",
+        "launch parameters num_stages=2", "launch parameters num_stages=6"]
+    with pytest.raises(GeneratorError, match="proposed already"):
+        stages.propose(bundle({"num_stages": "up"}), 1)  # type: ignore[arg-type]
+
+
 def test_the_signature_demotes_moves_it_argues_against() -> None:
     sig = Signature(kernel="k", duration_us=50.0, bottleneck="latency",
                     limiter="occupancy:registers", registers_per_thread=255)
