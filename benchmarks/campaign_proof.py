@@ -13,7 +13,9 @@ verdicts, prints one markdown row per round (hypothesis, signature, candidates, 
 full-sweep mean, speedup over the start, reference, FlashInfer) and verifies the audit log.
 `--cpu-smoke` uses a hidden-256 copy of the definition, 4 small workloads and the Triton
 interpreter. OUT gets table.md, rounds.json, state.json, bundles/, the audit log with its
-checkpoints and public key, campaign.log, the policy and rules used.
+checkpoints and public key, campaign.log, the policy and rules used, archive.tar.xz (the
+verdicts, when small). The campaign itself lives in --work (WORK, default
+$TMPDIR/campaign-proof): a second call on a machine still warm with RESUME=1 continues it.
 """
 
 from __future__ import annotations
@@ -153,11 +155,42 @@ def keep_archive(archive: Path, out: Path, cap: int = 16 << 20) -> str:
     return "archive.tar.xz" if dest.exists() else "archive: tar failed"
 
 
+def prepare(work: Path, out: Path, args: argparse.Namespace, notes: list[str]
+            ) -> tuple[str, Path, Path]:
+    """A fresh work folder (dataset, keys), or the one a previous call left (``--resume``):
+    then the campaign resumes from its state and the wall-time budget is added to what the
+    rounds have used so far. Returns (definition, start, rules file)."""
+    state = work / "campaign"
+    used = 0.0
+    if args.resume and (state / "state.json").exists():
+        from sandboxharness.loop.state import CampaignState
+        from sandboxharness.loop.view import fold
+
+        used = fold(CampaignState.open(state)).wall_s
+        notes.append(f"resumed: the rounds had used {used:.0f} s before this call")
+        d = next((work / "dataset" / "definitions").rglob("*.json"))
+        name = json.loads(d.read_text())["name"]
+        start = next((work / "dataset" / "solutions").rglob("*.json"))
+    else:
+        if work.exists():
+            shutil.rmtree(work)
+        work.mkdir(parents=True)
+        name, start = build_dataset(work / "dataset", args.cpu_smoke)
+        subprocess.run([*CLI, "keys", "generate", "--out", str(work / "keys"), "--name",
+                        "campaign-proof"], cwd=REPO, check=True, capture_output=True,
+                       text=True, timeout=120)
+    rules = write_rules(out, max(1.0, used + args.budget_s - args.reserve_s), args.cpu_smoke)
+    return name, start, rules
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "campaign-out")))
-    ap.add_argument("--work", type=Path, default=None,
-                    help="campaign folder (default: a temporary one; only results go to --out)")
+    ap.add_argument("--work", type=Path, default=Path(os.environ.get(
+        "WORK", Path(tempfile.gettempdir()) / "campaign-proof")),
+                    help="campaign folder (state, archive, audit log); wiped unless --resume")
+    ap.add_argument("--resume", action="store_true", default=os.environ.get("RESUME") == "1",
+                    help="continue the campaign a previous call left in --work (RESUME=1)")
     ap.add_argument("--rounds", type=int, default=None, help="default 8 (2 with --cpu-smoke)")
     ap.add_argument("--budget-s", type=float, default=float(os.environ.get("BUDGET_S", 420)))
     ap.add_argument("--reserve-s", type=float, default=float(os.environ.get("ROUND_RESERVE_S",
@@ -168,19 +201,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cpu-smoke", action="store_true")
     args = ap.parse_args(argv)
     t0 = time.monotonic()
-    out = args.out.resolve()
+    out, work = args.out.resolve(), args.work.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    work = (args.work or Path(tempfile.mkdtemp(prefix="campaign-proof-"))).resolve()
-    work.mkdir(parents=True, exist_ok=True)
     rounds = args.rounds if args.rounds is not None else (2 if args.cpu_smoke else 8)
     notes: list[str] = []
-    name, start = build_dataset(work / "dataset", args.cpu_smoke)
+    name, start, rules = prepare(work, out, args, notes)
     policy = write_policy(out, notes)
-    rules = write_rules(out, max(1.0, args.budget_s - args.reserve_s), args.cpu_smoke)
-    keys = work / "keys"
-    subprocess.run([*CLI, "keys", "generate", "--out", str(keys), "--name", "campaign-proof"],
-                   cwd=REPO, check=True, capture_output=True, text=True, timeout=120)
-    state, log = work / "campaign", out / "audit.jsonl"
+    keys, state, log = work / "keys", work / "campaign", work / "audit.jsonl"
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     if args.cpu_smoke:
         env["TRITON_INTERPRET"] = "1"
@@ -203,9 +230,9 @@ def main(argv: list[str] | None = None) -> int:
                             text=True, timeout=300)
     verified = (f"`sandboxharness audit verify` exit {verify.returncode}: "
                 + (verify.stdout + verify.stderr).strip().replace("\n", " / ")[:600])
-    for f in ("state.json",):
-        if (state / f).exists():
-            shutil.copy(state / f, out / f)
+    for f in (state / "state.json", *work.glob("audit.jsonl*")):
+        if f.is_file():
+            shutil.copy(f, out / f.name)
     if (state / "bundles").is_dir():
         shutil.copytree(state / "bundles", out / "bundles", dirs_exist_ok=True)
     shutil.copy(keys / "campaign-proof.pub", out / "campaign-proof.pub")
@@ -218,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     facts["notes"] = notes + facts.get("notes", [])
     facts |= {"campaign_exit": rc, "campaign_wall_s": round(run_s, 1), "audit": verified,
               "budget_s": args.budget_s, "reserve_s": args.reserve_s, "jobs": args.jobs,
+              "rules": "this call's " + json.dumps(yaml.safe_load(rules.read_text())),
               "mode": "cpu-smoke (Triton interpreter)" if args.cpu_smoke else "gpu",
               "total_s": round(time.monotonic() - t0, 1)}
     text = render(rows, facts)

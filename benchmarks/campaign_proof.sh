@@ -4,7 +4,9 @@
 # rmsnorm_h4096 (14 workloads) from kernels/gpu's weak Triton kernel, at most 8 rounds within
 # BUDGET_S (default 420 s; no round starts with less than ROUND_RESERVE_S, default 120 s,
 # left), then the per-round table and `audit verify`. Set-up (gpu_device_setup.sh) runs here
-# only if .site/env.sh is not there yet. Everything lands under $OUT.
+# only if .site/env.sh is not there yet (then ~1 min more: lower BUDGET_S). The campaign lives
+# in $WORK (default /tmp/campaign-proof); on a machine still warm, RESUME=1 continues it.
+# Other knobs: ROUND_RESERVE_S, JOBS (4: the best + 3 candidates at once), SEED. Results: $OUT.
 set -uo pipefail
 OUT=${OUT:-campaign-out}
 mkdir -p "$OUT"
