@@ -63,7 +63,7 @@ class Controller:
         signatures: dict[str, dict[str, Any]] = {}
         for rep in range(2):
             m = self._sweep([start], every, ("baseline", rep), f"baseline-{rep + 1}",
-                            profile=True)
+                            profile=rep == 0)  # one profile of the start is its signature
             sw = m.sweeps.get(view.best_key)
             if sw is None or not sw.correct:
                 raise InfrastructureError(

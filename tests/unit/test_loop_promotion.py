@@ -184,3 +184,8 @@ def test_profiles_run_only_in_the_sweeps_whose_signatures_are_read(
     body = ctl._evaluate(1, view, best, [cand])
     assert body["verdict"] == "promote", body["why"]
     assert calls == [("round-1-1", False), ("round-1-full2", True), ("round-1-boundary", False)]
+
+    calls.clear()  # the baseline: the start profiled once, in its first sweep
+    ctl.state.store_solution(best)
+    ctl.baseline(View(config={}, rules=RULES, best_key=candidate_key(best)))
+    assert calls == [("baseline-1", True), ("baseline-2", False)]
