@@ -147,8 +147,12 @@ def keep_archive(archive: Path, out: Path, cap: int = 16 << 20) -> str:
     if not archive.is_dir():
         return "no archive"
     dest = out / "archive.tar.xz"
-    subprocess.run(["tar", "-C", str(archive.parent), "-cJf", str(dest), archive.name],
-                   check=False, capture_output=True, timeout=120)
+    try:
+        subprocess.run(["tar", "-C", str(archive.parent), "-I", "xz -1 -T0", "-cf", str(dest),
+                        archive.name], check=False, capture_output=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        dest.unlink(missing_ok=True)
+        return "archive: not copied (tar took over 60 s)"
     if dest.exists() and dest.stat().st_size > cap:
         dest.unlink()
         return f"archive larger than {cap >> 20} MiB compressed: not copied"
@@ -223,11 +227,11 @@ def main(argv: list[str] | None = None) -> int:
     rc = run_bounded(cmd, env, out / "campaign.log", args.budget_s)
     run_s = time.monotonic() - t_run
     print(f"campaign exit {rc} after {run_s:.0f} s (0 stopped, 4 needs a human, 2 bad input, "
-          "3 harness failure, <0 killed)", flush=True)
+          "3 harness failure, 143 or <0 stopped at the budget)", flush=True)
 
     verify = subprocess.run([*CLI, "audit", "verify", str(log), "--public-key",
                              str(keys / "campaign-proof.pub")], cwd=REPO, capture_output=True,
-                            text=True, timeout=300)
+                            text=True, timeout=60)
     verified = (f"`sandboxharness audit verify` exit {verify.returncode}: "
                 + (verify.stdout + verify.stderr).strip().replace("\n", " / ")[:600])
     for f in (state / "state.json", *work.glob("audit.jsonl*")):
@@ -236,7 +240,6 @@ def main(argv: list[str] | None = None) -> int:
     if (state / "bundles").is_dir():
         shutil.copytree(state / "bundles", out / "bundles", dirs_exist_ok=True)
     shutil.copy(keys / "campaign-proof.pub", out / "campaign-proof.pub")
-    notes.append(keep_archive(state / "archive", out))
     if not (state / "state.json").exists():
         print("no campaign state was written; see campaign.log:\n"
               + (out / "campaign.log").read_text()[-3000:])
@@ -253,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     (out / "rounds.json").write_text(json.dumps({"rows": rows, "facts": facts}, indent=1,
                                                 default=str))
     print(text, flush=True)
+    print(f"verdicts: {keep_archive(state / 'archive', out)}", flush=True)  # last: may be slow
     ok = verify.returncode == 0 and any(r["round"] != 0 for r in rows)
     return 0 if ok else 1
 
