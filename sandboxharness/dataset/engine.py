@@ -245,7 +245,10 @@ def local_evaluator(run: DatasetRun, lanes: Lanes) -> Evaluate:
 
     opts = run.options
     archive = Archive(opts.archive, create=True) if opts.archive is not None else None
-    hidden = [*opts.hidden_paths, *([archive.root] if archive is not None else [])]
+    # the dataset too: other candidates' sources, traces and stored verdicts (which name the
+    # run's held-out sizes) are in it, and the worker needs nothing there (blobs are staged)
+    hidden = [*opts.hidden_paths, run.dataset.root,
+              *([archive.root] if archive is not None else [])]
     sandbox = select_backend(opts.backend or opts.policy.sandbox.backend, opts.policy,
                              hidden_paths=[p for p in hidden if Path(p).exists()])
 
