@@ -21,6 +21,8 @@ CLI = [sys.executable, "-m", "sandboxharness.cli"]
 WRONG = "def run(x, w, y):\n    y.fill_(1.0)\n"
 UNSIGNED = TRITON_RMS.replace("1e-6", "1e-6 + 0.0")  # same kernel, other bytes, never logged
 
+pytestmark = pytest.mark.slow  # four real evaluations and a dataset run (~50 s)
+
 
 def sh(*args: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, timeout=600,
