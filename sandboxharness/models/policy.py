@@ -50,9 +50,10 @@ class Limits(FiniteModel):
     init are Python processes; a worker that imports torch needs ~500 more); at most 4 TiB
     (larger than any host; ``memory_mb * 2**20`` must fit the kernel's 64-bit limits)."""
     cpu_time_s: int = Field(default=600, ge=30, le=7 * 86400)
-    """RLIMIT_CPU per process and per case of its session (n cases: n x this), s. At least 30: the worker's own start (interpreter, torch,
-    Triton) costs several CPU seconds, and a lower limit would kill an honest candidate
-    before its first call and read as its fault. At most a week."""
+    """RLIMIT_CPU per process and per case of its session (n cases: n x this), s. At least
+    30: the worker's own start (interpreter, torch, Triton) costs several CPU seconds, and a
+    lower limit would kill an honest candidate before its first call and read as its fault.
+    At most a week."""
     max_processes: int = Field(default=256, ge=16, le=65536)
     """pids cgroup / RLIMIT_NPROC: threads count. At least 16 (torch and OpenMP start
     threads at import); at most 65536 (the kernel's usual ``pid_max`` region)."""
