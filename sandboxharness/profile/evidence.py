@@ -66,6 +66,7 @@ def summarize(rows: list[KernelRow]) -> KernelMetrics | None:
         return KernelMetrics(
             kernel=row.name, duration_us=row.metrics[m.DURATION] / 1e3,
             sm_throughput_pct=get(m.SM_PCT), mem_throughput_pct=get(m.MEM_PCT),
+            dram_throughput_pct=get(m.DRAM_PCT),
             registers_per_thread=_int(get(m.REGISTERS)),
             dyn_smem_per_block=_int(get(m.DYN_SMEM)),
             theoretical_occupancy_pct=get(m.THEORETICAL_OCC),

@@ -41,6 +41,8 @@ class KernelMetrics(FiniteModel):
     """Compute (SM) throughput, % of peak (ncu ``sm__throughput``)."""
     mem_throughput_pct: Pct | None = None
     """Memory throughput, % of peak (ncu ``gpu__compute_memory_throughput``)."""
+    dram_throughput_pct: Pct | None = None
+    """DRAM throughput alone, % of peak (ncu ``dram__throughput``)."""
     registers_per_thread: Count | None = None
     dyn_smem_per_block: Count | None = None
     """Dynamic shared memory per block, bytes."""
@@ -79,6 +81,7 @@ def classify(metrics: KernelMetrics) -> Signature:
         duration_us=metrics.duration_us,
         sm_throughput_pct=metrics.sm_throughput_pct,
         mem_throughput_pct=metrics.mem_throughput_pct,
+        dram_throughput_pct=metrics.dram_throughput_pct,
         achieved_occupancy_pct=metrics.achieved_occupancy_pct,
         theoretical_occupancy_pct=metrics.theoretical_occupancy_pct,
         occupancy_limiter=metrics.occupancy_limiter,

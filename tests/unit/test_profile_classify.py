@@ -81,3 +81,17 @@ def test_signature_keeps_every_metric_and_is_frozen() -> None:
 def test_metrics_refuse_impossible_values(bad: dict[str, object]) -> None:
     with pytest.raises(ValueError):
         KernelMetrics.model_validate({"kernel": "k", "duration_us": 1.0, **bad})
+
+
+def test_busy_on_chip_memory_beside_busy_sms_is_compute_not_dram() -> None:
+    """A tensor-core GEMM keeps shared memory as busy as its SMs while DRAM idles (the H200
+    capture: SM 93 %, memory 95 %, DRAM 20 %): compute-bound, not memory-bound."""
+    gemm = c.ClassInput(duration_us=1400.0, sm_throughput_pct=93.0, mem_throughput_pct=95.0,
+                      dram_throughput_pct=20.0)
+    assert c.classify_metrics(gemm) == ("compute", "balanced")
+    streaming = c.ClassInput(duration_us=60.0, sm_throughput_pct=34.0, mem_throughput_pct=81.0,
+                           dram_throughput_pct=81.0)
+    assert c.classify_metrics(streaming)[0] == "memory"
+    both_busy = c.ClassInput(duration_us=500.0, sm_throughput_pct=90.0, mem_throughput_pct=92.0,
+                           dram_throughput_pct=91.0)
+    assert c.classify_metrics(both_busy) == ("memory", "balanced")
