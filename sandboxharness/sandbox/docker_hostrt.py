@@ -136,6 +136,19 @@ def _tool_dirs(name: str) -> list[str]:
     return sorted({str(Path(exe).parent), str(Path(exe).resolve().parent)})
 
 
+def nsight_dirs(ncu_dirs: list[str], opt: str = "/opt/nvidia/nsight-compute") -> list[str]:
+    """Where ncu's launcher finds the tool itself: an ``nsight-compute*`` directory beside the
+    toolkit's bin, or under /opt/nvidia (on the H200 the launcher alone was bound and refused:
+    "nsight-compute directory is not found")."""
+    found: list[str] = []
+    for d in ncu_dirs:
+        for cand in sorted(Path(d).parent.glob("nsight-compute*")):
+            found += [str(cand), str(cand.resolve())]
+    if Path(opt).is_dir():
+        found += [opt, str(Path(opt).resolve())]
+    return list(dict.fromkeys(found))
+
+
 def discover(*, gpu: bool, forbidden: tuple[str, ...] = ()) -> HostRuntime:
     """The runtime of this interpreter (``sys.executable``) as an offline image needs it.
 
@@ -158,7 +171,7 @@ def discover(*, gpu: bool, forbidden: tuple[str, ...] = ()) -> HostRuntime:
     if gpu:
         for tool in GPU_TOOLS:
             dirs = _tool_dirs(tool)
-            binds += dirs
+            binds += dirs + (nsight_dirs(dirs) if tool == "ncu" else [])
             path_dirs += [d for d in dirs[:1] if d not in path_dirs]
             if not dirs:
                 missing.append(tool)

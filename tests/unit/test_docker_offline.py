@@ -111,3 +111,19 @@ def test_image_labels_read_back_and_checked_on_this_host(tmp_path: Path) -> None
                                   BINDS_LABEL: json.dumps([str(tmp_path / "gone")])}}}
     with pytest.raises(SandboxError, match="lacks"):
         image_binds(gone)
+
+
+def test_ncu_launcher_brings_its_nsight_compute_directory(tmp_path: Path) -> None:
+    """ncu is a launcher script: binding its bin alone left it refusing inside the container
+    on the H200. The nsight-compute directory beside the toolkit and /opt/nvidia's are bound."""
+    from sandboxharness.sandbox.docker_hostrt import nsight_dirs
+
+    cuda = tmp_path / "cuda-13.0"
+    (cuda / "bin").mkdir(parents=True)
+    real = tmp_path / "opt" / "nsight-compute" / "2025.3.1"
+    real.mkdir(parents=True)
+    (cuda / "nsight-compute-2025.3.1").symlink_to(real)
+    found = nsight_dirs([str(cuda / "bin")], opt=str(tmp_path / "opt" / "nsight-compute"))
+    assert str(cuda / "nsight-compute-2025.3.1") in found and str(real) in found
+    assert str(tmp_path / "opt" / "nsight-compute") in found
+    assert nsight_dirs([str(tmp_path / "none" / "bin")], opt=str(tmp_path / "missing")) == []
