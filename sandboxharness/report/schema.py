@@ -21,6 +21,7 @@ STAGES = ("policy", "static", "compile", "correctness", "sanitizer", "benchmark"
 SIGNATURE_FIELDS: tuple[tuple[str, Kind], ...] = (
     ("kernel", "string"), ("bottleneck", "string"), ("limiter", "string"),
     ("duration_us", "float"), ("sm_throughput_pct", "float"), ("mem_throughput_pct", "float"),
+    ("dram_throughput_pct", "float"),
     ("registers_per_thread", "int"), ("dyn_smem_per_block", "int"),
     ("theoretical_occupancy_pct", "float"), ("achieved_occupancy_pct", "float"),
     ("occupancy_limiter", "string"), ("waves_per_sm", "float"), ("l2_hit_pct", "float"),

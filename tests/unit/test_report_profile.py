@@ -84,3 +84,11 @@ def test_a_verdict_without_a_profile_has_no_signature(tmp_path: Path) -> None:
     rows = all_tables(load_input(root))["results"]
     assert {r["sig_kernel"] for r in rows} == {None}
     assert {r["profile_s"] for r in rows} == {0.0}
+
+
+def test_every_signature_column_is_a_signature_field() -> None:
+    from sandboxharness.profile.signature import Signature
+    from sandboxharness.report.schema import SIGNATURE_FIELDS
+
+    assert {name for name, _ in SIGNATURE_FIELDS} <= set(Signature.model_fields)
+    assert {"bottleneck", "limiter", "dram_throughput_pct"} <= {n for n, _ in SIGNATURE_FIELDS}
