@@ -10,10 +10,11 @@ from typing import Any
 import torch
 
 from ..errors import InfrastructureError
+from ..inputs.dists import AMPLIFYING
 from ..inputs.tensorgen import make_inputs
 from ..models import Definition, Policy
 from ..models.verdict import ReasonCode
-from .compare import Comparison, compare, compare_exact
+from .compare import Comparison, amplified_tolerance, compare, compare_exact
 from .compare_modes import Resolved, compare_set, resolve, score_input
 from .execute import CallResult
 from .results import read_bound, read_tensors
@@ -27,7 +28,8 @@ STATE_KEY = "_state_inputs"
 
 def _compare_output(definition: Definition, resolved: Resolved, item: dict[str, Any],
                     out: torch.Tensor | None, ref: torch.Tensor, *,
-                    inputs: dict[str, Any], repeats: torch.Tensor | None) -> Comparison:
+                    inputs: dict[str, Any], repeats: torch.Tensor | None,
+                    amplified: bool = False) -> Comparison:
     name = item["name"]
     mode = resolved.modes.get(name, "tolerance")
     if mode == "exact":
@@ -46,8 +48,10 @@ def _compare_output(definition: Definition, resolved: Resolved, item: dict[str, 
                                       f"({own.message}); it cannot judge {definition.name}")
         return judge_sampling(definition, name, out, ref, inputs=inputs, rules=resolved.sampling,
                               repeats=repeats)
-    return compare(name, out, ref, resolved.tolerance_for(item["dtype"]),
-                   resolved.required_matched_ratio)
+    tol = resolved.tolerance_for(item["dtype"])
+    if amplified:
+        tol = amplified_tolerance(tol, ref)
+    return compare(name, out, ref, tol, resolved.required_matched_ratio)
 
 
 def judge_call(definition: Definition, policy: Policy, cand: CallResult, ref: CallResult, *,
@@ -78,13 +82,15 @@ def judge_call(definition: Definition, policy: Policy, cand: CallResult, ref: Ca
     original = make_inputs(cand.case.payload, cand.seed, "cpu", data_dir) if needs_inputs else []
     inputs = {it["name"]: v for it, v in zip(payload_inputs, original, strict=False)}
     stats: dict[str, Any] = {}
+    dist = (cand.case.payload.get("dists") or {}).get(str(cand.seed), "plain")
     for item in cand.case.payload["outputs"]:
         name = item["name"]
         ref_t = want.get(f"out.{name}")
         if ref_t is None:
             raise KernelFault(ReasonCode.WORKER_PROTOCOL, f"reference produced no {name!r}")
         res = _compare_output(definition, resolved, item, got.get(f"out.{name}"), ref_t,
-                              inputs=inputs, repeats=got.get(f"rep.{name}"))
+                              inputs=inputs, repeats=got.get(f"rep.{name}"),
+                              amplified=dist in AMPLIFYING)
         stats[name] = {"mode": res.mode, "max_abs": res.max_abs, "max_rel": res.max_rel,
                        "matched_ratio": res.matched_ratio, **res.extra}
         if res.code is not None:

@@ -66,3 +66,28 @@ def test_within_tolerance_always_passes(values: list[float], noise: float) -> No
 def test_bfloat16_compared_in_float64() -> None:
     ref = torch.randn(64, generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)
     assert compare("y", ref.clone(), ref, TOL, 1.0).max_abs == 0.0
+
+
+def test_amplified_inputs_judge_a_reduction_at_its_own_scale() -> None:
+    """Held-out 'scaled_up' inputs (x300) through an fp16 GEMM: the honest fp32-accumulating
+    kernel differs from the fp16 reference by ulps of the partial sums where an output cancels
+    to near zero. Seen on FIB's gemm_n4096_k4096 (max abs err 32, 99.9997 % matched), an honest
+    rejection. At the output's own scale it passes; saturation and NaN still fail."""
+    from sandboxharness.stages.compare import amplified_tolerance
+
+    g = torch.Generator().manual_seed(7)
+    a = (torch.randn(64, 4096, generator=g) * 300).half()
+    b = torch.randn(512, 4096, generator=g).half()
+    ref = torch.matmul(a, b.T)
+    honest = (a.float() @ b.float().T).half()
+    tol = Tolerance(atol=1e-2, rtol=1e-2)
+    wide = amplified_tolerance(tol, ref)
+    assert wide.rtol == tol.rtol and wide.atol > tol.atol
+    assert compare("C", honest, ref, wide, 1.0).code is None
+    saturated = honest.clamp(-2000, 2000)
+    assert compare("C", saturated, ref, wide, 1.0).code == ReasonCode.INCORRECT_NUMERICAL
+    broken = honest.clone()
+    broken[0, 0] = float("nan")
+    assert compare("C", broken, ref, wide, 1.0).code == ReasonCode.NONFINITE_OUTPUT
+    # nothing finite in the reference: the tolerance is left as it was
+    assert amplified_tolerance(tol, torch.full((3,), float("inf"))) == tol
