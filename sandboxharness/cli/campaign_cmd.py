@@ -112,7 +112,10 @@ def run(  # noqa: PLR0913  (typer: one parameter per CLI flag)
                              rounds=rounds, state_dir=state, policy=pol, rules=rul,
                              directions=directions, backend=backend, jobs=jobs, seed=seed,
                              acknowledge=acknowledge, skills=skills,
-                             hidden=audit_hook.secret_paths(audit_log, signing_key),
+                             # the state (history, bundles, solutions) and the user's
+                             # dataset are the harness's: no candidate reads them
+                             hidden=[*audit_hook.secret_paths(audit_log, signing_key), state,
+                                     Path(local)],
                              record=record if signer is not None else None,
                              record_event=record_event,
                              archive=state / "archive")
