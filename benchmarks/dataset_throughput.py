@@ -120,7 +120,8 @@ def _ours(ds: Path, solutions: list[str], jobs: int, policy: str | None, work: P
     verify = _cli("audit", "verify", str(log), "--public-key", str(keys / "bench.pub"))
     stages = _stage_times(events)
     rows = []
-    for c in summary.get("candidates", []):
+    candidates = summary.get("candidates") or _ends(events)  # a cut-off run: from its events
+    for c in candidates:
         st = stages.get(c["solution"], {"stages": {}, "tools": {}})
         s = st["stages"]
         floor = (s.get("compile", 0.0) + max(st["tools"].values(), default=0.0)
@@ -132,6 +133,26 @@ def _ours(ds: Path, solutions: list[str], jobs: int, policy: str | None, work: P
     return {"wall_s": wall, "traces": _count_traces(ds), "rows": rows, "rc": rc,
             "audit": (verify.returncode, (verify.stdout + verify.stderr).strip()[-300:]),
             "fib_read": _fib_read(ds)}
+
+
+def _ends(events: Path) -> list[dict[str, Any]]:
+    """What a cut-off run's event log says of the candidates that finished (and of those that
+    had not, the stages they got through)."""
+    if not events.exists():
+        return []
+    seen: dict[str, dict[str, Any]] = {}
+    for line in events.read_text().splitlines():
+        e = json.loads(line)
+        name = e.get("solution", "")
+        if e.get("event") == "candidate.start":
+            seen[name] = {"solution": name, "decision": None, "reasons": [],
+                          "error": "not finished when the run was cut off", "wall_s": 0.0,
+                          "traces": 0}
+        elif e.get("event") in ("candidate.end", "candidate.error"):
+            seen[name] = {"solution": name, "decision": e.get("decision"),
+                          "reasons": e.get("reasons", []), "error": e.get("error"),
+                          "wall_s": e.get("wall_s", 0.0), "traces": e.get("traces", 0)}
+    return list(seen.values())
 
 
 def _fib_read(ds: Path) -> str:
@@ -198,6 +219,9 @@ def main() -> None:
             r = _fib(_copy(dataset, base, "fib-isolated"), sols, True, left())
             results.append(("FIB isolated", r))
         if args.keep:
+            args.keep.mkdir(parents=True, exist_ok=True)
+            for f in base.glob("*.jsonl"):  # our event and audit logs
+                shutil.copy(f, args.keep / f.name)
             for d in base.iterdir():
                 if d.is_dir() and (d / "traces").exists():
                     shutil.copytree(d / "traces", args.keep / d.name / "traces",
