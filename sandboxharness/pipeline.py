@@ -43,6 +43,18 @@ STAGES: tuple[StageRunner, ...] = (PolicyStage(), StaticStage(), CompileStage(),
 """In order; each stage skips itself (with the reason) when an earlier one failed."""
 
 
+def _extra(sandbox: Sandbox, device: str) -> dict[str, str]:
+    """The backend's own description, and on a GPU the driver every number is tied to."""
+    extra = {k: str(v) for k, v in sandbox.describe().items()}
+    if device == "cuda":
+        from .stages.hwstate import driver_version
+
+        driver = driver_version()
+        if driver:
+            extra["driver"] = driver
+    return extra
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -111,7 +123,7 @@ class Harness:
                 torch=str(env["torch"]), triton=env["triton"], platform=str(env["platform"]),
                 device=str(env["device"]), backend=self.sandbox.name,
                 isolation=self.sandbox.isolation(), warnings=self.sandbox.warnings(),
-                extra={k: str(v) for k, v in self.sandbox.describe().items()}),
+                extra=_extra(self.sandbox, device)),
             started_at=started_at, finished_at=_now(), artifacts=artifacts,
         )
         if self.archive is not None:

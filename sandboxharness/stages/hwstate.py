@@ -179,6 +179,18 @@ def _load() -> ModuleType | str:
         return _nvml if _nvml is not None else str(_init_error)
 
 
+def driver_version() -> str | None:
+    """The NVIDIA driver's version (every GPU number is tied to it), or None without NVML."""
+    nv = _load()
+    if isinstance(nv, str):
+        return None
+    try:
+        v = nv.nvmlSystemGetDriverVersion()
+    except _errors(nv):
+        return None
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
 def unavailable_reason() -> str | None:
     """Why the most recent ``HwState.open`` returned None; None after one that succeeded."""
     return _last_reason

@@ -128,3 +128,11 @@ def test_window_around_matmuls_names_a_second_process(state: HwState) -> None:
 def test_a_missing_index_is_none_with_a_reason() -> None:
     assert HwState.open(4096) is None
     assert "4096" in (hwstate.unavailable_reason() or "")
+
+
+def test_the_driver_version_is_read() -> None:
+    """Every GPU verdict records the driver (environment.extra['driver'])."""
+    from sandboxharness.stages.hwstate import driver_version
+
+    got = driver_version()
+    assert got is not None and got.split(".")[0].isdigit(), got
