@@ -52,17 +52,15 @@ def repair(path: Path) -> int:
         return size - keep
 
 
-class TraceWriter:
-    """One writer for a run's trace files (thread-safe)."""
+class LineAppender:
+    """Whole JSON lines appended to run files, fsynced, a torn tail dropped before a file's
+    first append (thread-safe: one per run, the coordinator's)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._repaired: set[Path] = set()
 
-    def append(self, path: Path, traces: Iterable[Trace]) -> int:
-        data = "".join(t.model_dump_json() + "\n" for t in traces).encode("utf-8")
-        if not data:
-            return 0
+    def append_bytes(self, path: Path, data: bytes) -> None:
         with self._lock:
             path.parent.mkdir(parents=True, exist_ok=True)
             if path not in self._repaired:
@@ -76,6 +74,15 @@ class TraceWriter:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+
+
+class TraceWriter(LineAppender):
+    """One writer for a run's trace files."""
+
+    def append(self, path: Path, traces: Iterable[Trace]) -> int:
+        data = "".join(t.model_dump_json() + "\n" for t in traces).encode("utf-8")
+        if data:
+            self.append_bytes(path, data)
         return data.count(b"\n")
 
 

@@ -10,8 +10,6 @@ append. A re-run appends again: readers see every verdict in file order (the las
 from __future__ import annotations
 
 import json
-import os
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +18,7 @@ from pydantic import ValidationError
 
 from ..errors import InputError, one_line
 from ..models import Definition, Verdict
-from .tracefile import repair
+from .tracefile import LineAppender
 
 MAX_VERDICT_LINE = 64 * 1024 * 1024
 """A stored verdict line larger than this is refused when read (a run writes a few KiB to a
@@ -31,30 +29,16 @@ def verdict_path(root: Path, definition: Definition) -> Path:
     return root / "verdicts" / definition.op_type / f"{definition.name}.jsonl"
 
 
-class VerdictWriter:
-    """One writer for a run's verdict files (thread-safe; the coordinator alone writes)."""
+class VerdictWriter(LineAppender):
+    """One writer for a run's verdict files (the coordinator alone writes)."""
 
     def __init__(self, root: Path) -> None:
+        super().__init__()
         self.root = root
-        self._lock = threading.Lock()
-        self._repaired: set[Path] = set()
 
     def append(self, definition: Definition, verdict: Verdict) -> Path:
         path = verdict_path(self.root, definition)
-        data = (verdict.model_dump_json() + "\n").encode("utf-8")
-        with self._lock:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if path not in self._repaired:
-                repair(path)
-                self._repaired.add(path)
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        self.append_bytes(path, (verdict.model_dump_json() + "\n").encode("utf-8"))
         return path
 
 
