@@ -46,8 +46,12 @@ class BearerAuth:
         self.app, self.tokens = app, tokens
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":  # lifespan: the app's own start and stop
+        if scope["type"] == "lifespan":  # the app's own start and stop
             await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":  # a websocket or anything newer: never unauthenticated
+            if scope["type"] == "websocket":
+                await send({"type": "websocket.close", "code": 1008})
             return
         header = next((v for k, v in scope.get("headers", []) if k == b"authorization"), b"")
         scheme, _, token = header.decode("latin-1").partition(" ")

@@ -55,3 +55,38 @@ def test_token_file_holds_only_hashes_and_each_token_finds_its_agent(tmp_path: P
     found = {agent: tf.find(token) for agent, token in tokens.items()}
     assert {agent: g.id if g else None for agent, g in found.items()} == {"a": "a", "b": "b"}
     assert tf.find(tokens["a"] + "x") is None and tf.find("") is None
+
+
+def test_only_authenticated_http_and_lifespan_reach_the_app(tmp_path: Path) -> None:
+    """The bearer check sits in front of everything: a websocket (or any other scope) is
+    closed unauthenticated instead of passing through, a request without a valid token gets
+    401, and only lifespan and authenticated HTTP reach the MCP app."""
+    import asyncio
+
+    from sandboxharness.gateway.server import BearerAuth
+
+    token = add_agent(tmp_path / "tokens.json", {"id": "agent-1"})
+    reached: list[str] = []
+    sent: list[dict[str, object]] = []
+
+    async def app(scope: dict[str, object], receive: object, send: object) -> None:
+        reached.append(str(scope["type"]))
+
+    async def send(msg: dict[str, object]) -> None:
+        sent.append(msg)
+
+    async def receive() -> dict[str, object]:
+        return {}
+
+    auth = BearerAuth(app, load_token_file(tmp_path / "tokens.json"))  # type: ignore[arg-type]
+
+    def call(scope: dict[str, object]) -> None:
+        asyncio.run(auth(scope, receive, send))  # type: ignore[arg-type]
+
+    call({"type": "websocket", "headers": []})
+    assert reached == [] and sent[-1] == {"type": "websocket.close", "code": 1008}
+    call({"type": "http", "headers": [(b"authorization", b"Bearer wrong")]})
+    assert reached == [] and sent[-2]["status"] == 401
+    call({"type": "lifespan"})
+    call({"type": "http", "headers": [(b"authorization", f"Bearer {token}".encode())]})
+    assert reached == ["lifespan", "http"]
