@@ -91,3 +91,47 @@ def test_amplified_inputs_judge_a_reduction_at_its_own_scale() -> None:
     assert compare("C", broken, ref, wide, 1.0).code == ReasonCode.NONFINITE_OUTPUT
     # nothing finite in the reference: the tolerance is left as it was
     assert amplified_tolerance(tol, torch.full((3,), float("inf"))) == tol
+
+
+def _whole(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> tuple[int, int, float, float]:
+    """The rule written out on whole tensors: (non-finite where ref finite, failures, max abs,
+    max rel), what the chunked ``compare`` must reproduce."""
+    o, r = out.to(torch.float64), ref.to(torch.float64)
+    rf, of = torch.isfinite(r), torch.isfinite(o)
+    both = rf & of
+    abs_err = torch.where(both, (o - r).abs(), torch.zeros_like(o))
+    rel = torch.where(both, abs_err / r.abs().clamp_min(torch.finfo(torch.float64).tiny),
+                      torch.zeros_like(o))
+    same = (o == r) | (torch.isnan(o) & torch.isnan(r))
+    fails = (both & (abs_err > tol.atol) & (rel > tol.rtol)) | (~rf & ~same)
+    return (int((rf & ~of).sum()), int(fails.sum()), float(abs_err.max()), float(rel.max()))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.sampled_from([torch.float32, torch.bfloat16, torch.float16]),
+       st.integers(1, 3000), st.floats(0.0, 0.3))
+def test_chunked_compare_equals_the_whole_tensor_rule(seed: int, dtype: torch.dtype, n: int,
+                                                     noise: float) -> None:
+    """compare() works a chunk at a time (bounded memory); across chunk boundaries, with
+    NaN/Inf on either side, it gives the same counts and maxima as the rule on whole tensors."""
+    import sandboxharness.stages.compare as cmp
+
+    g = torch.Generator().manual_seed(seed)
+    ref = torch.randn(n, generator=g).to(dtype)
+    out = (ref.float() + noise * torch.randn(n, generator=g)).to(dtype)
+    for t, k in ((ref, 0), (out, 1)):
+        idx = torch.randint(0, n, (max(1, n // 50),), generator=g)
+        t[idx] = (float("nan"), float("inf"), -float("inf"))[(seed + k) % 3]
+    tol = Tolerance(atol=1e-2, rtol=1e-2)
+    nonfinite, failures, max_abs, max_rel = _whole(out, ref, tol)
+    old, cmp.CHUNK = cmp.CHUNK, 257  # many chunks, boundaries anywhere
+    try:
+        got = compare("y", out, ref, tol, 1.0)
+    finally:
+        cmp.CHUNK = old
+    if nonfinite:
+        assert got.code == ReasonCode.NONFINITE_OUTPUT and f" {nonfinite} " in got.message
+        return
+    assert got.matched_ratio == 1.0 - failures / n
+    assert (got.code is None) == (failures == 0)
+    assert got.max_abs == max_abs and got.max_rel == max_rel
