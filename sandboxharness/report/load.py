@@ -69,6 +69,8 @@ def iter_traces(root: Path) -> Iterator[Trace]:
                 if len(raw) > MAX_TRACE_LINE:
                     raise InputError(f"trace line over the {MAX_TRACE_LINE}-byte cap",
                                      where=where)
+                if not raw.endswith(b"\n"):
+                    break  # a torn last line (a run killed mid-append): the next run drops it
                 if not raw.strip():
                     continue  # FlashInfer-Bench skips empty lines too
                 try:

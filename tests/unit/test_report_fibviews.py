@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from sandboxharness.errors import InputError
 from sandboxharness.report import fibviews
 from sandboxharness.report.load import load_input
 from tests.conftest import DATA
@@ -106,3 +107,19 @@ def test_a_bad_trace_line_names_its_file_and_line(tmp_path: Path) -> None:
         fh.write('{"definition": "rms_t"}\n')
     with pytest.raises(InputError, match=r"t\.jsonl:2.*not a trace"):
         load_input(root)
+
+
+def test_a_trace_file_torn_by_a_crash_still_reads(tmp_path: Path) -> None:
+    """A run killed mid-append leaves a half line at the end of a trace file: the report reads
+    every whole line before it (as the verdict store does) instead of refusing the dataset."""
+    from sandboxharness.report.load import iter_traces
+
+    root = _dataset(tmp_path / "ds", {})
+    path = root / "traces" / "rms_t.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    whole = json.dumps(_trace("rms_t", "good", "u1")) + "\n"
+    path.write_text(whole + json.dumps(_trace("rms_t", "good", "u2"))[:40])
+    assert [t.workload.uuid for t in iter_traces(root)] == ["u1"]
+    path.write_text(whole + "{not json}\n")  # a whole bad line is still bad input
+    with pytest.raises(InputError):
+        list(iter_traces(root))
