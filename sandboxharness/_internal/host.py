@@ -4,10 +4,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import platform
 import sys
 from functools import lru_cache
 from importlib import metadata
+from pathlib import Path
 
 
 def version_of(dist: str) -> str | None:
@@ -27,8 +29,21 @@ def device_name() -> str:
     return "cpu"
 
 
+@lru_cache(maxsize=1)
 def harness_version() -> str:
-    return version_of("sandboxharness") or "0+unknown"
+    """The installed version; for a source tree not installed (a device checkout on a .pth),
+    ``0+src.<digest of the package's .py files>``: resume keys by it, so a changed harness
+    never reuses another's traces."""
+    return version_of("sandboxharness") or f"0+src.{source_digest()[:12]}"
+
+
+def source_digest() -> str:
+    root = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(f"{path.relative_to(root).as_posix()}\0".encode())
+        h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()
 
 
 def describe() -> dict[str, str | None]:

@@ -11,10 +11,18 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
+from pydantic import BaseModel, ValidationError
+
+from ..errors import InputError, one_line
 from ..models.trace import Trace
+
+Model = TypeVar("Model", bound=BaseModel)
+MAX_TRACE_LINE = 8 * 1024 * 1024
+"""A trace line holds a workload and a log of at most a few KiB; far past that it is refused."""
 
 HARNESS_LIB = "sandboxharness"
 POLICY_LIB = "sandboxharness.policy"
@@ -86,6 +94,39 @@ class TraceWriter(LineAppender):
         return data.count(b"\n")
 
 
+def whole_lines(path: Path, cap: int, *, strict: bool = True) -> Iterator[tuple[int, bytes]]:
+    """(line number, line) of each whole, non-blank line of a file ``LineAppender`` writes, a line at
+    a time (never the whole file). A torn last line (a crash mid-append) ends the file; a line
+    over ``cap`` bytes is an InputError, or skipped where not ``strict``."""
+    with path.open("rb") as fh:
+        n = 0
+        while raw := fh.readline(cap + 1):
+            n += 1
+            if len(raw) > cap:
+                if strict:
+                    raise InputError(f"line over the {cap}-byte cap", where=f"{path}:{n}")
+                while raw and not raw.endswith(b"\n"):  # the rest of it, a bounded read at a time
+                    raw = fh.readline(cap + 1)
+                continue
+            if not raw.endswith(b"\n"):
+                return
+            if raw.strip():
+                yield n, raw
+
+
+def parse_line(model: type[Model], raw: bytes, where: str, what: str) -> Model:
+    """One JSON line as ``model``; anything else is one InputError naming the field."""
+    try:
+        return model.model_validate(json.loads(raw))
+    except ValidationError as exc:
+        first = exc.errors(include_url=False, include_input=False)[0]
+        field = ".".join(str(p) for p in first["loc"]) or "(line)"
+        raise InputError(f"not a {what}: field {one_line(field, 80)}: "
+                         f"{one_line(first['msg'], 200)}", where=where) from None
+    except (ValueError, RecursionError) as exc:
+        raise InputError(f"not a {what}: {one_line(exc, 200)}", where=where) from None
+
+
 def traced(path: Path, *, harness: str, policy_sha256: str) -> set[tuple[str, str]]:
     """(solution, workload uuid) pairs already traced in ``path`` by this harness version under
     this policy. Lines that are not ours (another tool's traces) or do not parse are ignored:
@@ -93,15 +134,12 @@ def traced(path: Path, *, harness: str, policy_sha256: str) -> set[tuple[str, st
     done: set[tuple[str, str]] = set()
     if not path.is_file():
         return done
-    with path.open("rb") as fh:
-        for raw in fh:
-            if not raw.endswith(b"\n"):
-                break  # a torn last line: not done
-            try:
-                obj = json.loads(raw)
-                libs = obj["evaluation"]["environment"]["libs"]
-                if libs.get(HARNESS_LIB) == harness and libs.get(POLICY_LIB) == policy_sha256:
-                    done.add((str(obj["solution"]), str(obj["workload"]["uuid"])))
-            except (ValueError, KeyError, TypeError, AttributeError):
-                continue
+    for _, raw in whole_lines(path, MAX_TRACE_LINE, strict=False):
+        try:
+            obj = json.loads(raw)
+            libs = obj["evaluation"]["environment"]["libs"]
+            if libs.get(HARNESS_LIB) == harness and libs.get(POLICY_LIB) == policy_sha256:
+                done.add((str(obj["solution"]), str(obj["workload"]["uuid"])))
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+            continue
     return done

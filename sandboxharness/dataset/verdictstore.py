@@ -9,16 +9,12 @@ append. A re-run appends again: readers see every verdict in file order (the las
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import ValidationError
-
-from ..errors import InputError, one_line
 from ..models import Definition, Verdict
-from .tracefile import LineAppender
+from .tracefile import LineAppender, parse_line, whole_lines
 
 MAX_VERDICT_LINE = 64 * 1024 * 1024
 """A stored verdict line larger than this is refused when read (a run writes a few KiB to a
@@ -57,34 +53,13 @@ def _files(root: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*.jsonl") if p.is_file() and not p.is_symlink())
 
 
-def _parse(raw: bytes, where: str) -> Verdict:
-    if len(raw) > MAX_VERDICT_LINE:
-        raise InputError(f"verdict line of {len(raw)} bytes, over the {MAX_VERDICT_LINE}-byte "
-                         "cap", where=where)
-    try:
-        return Verdict.model_validate(json.loads(raw))
-    except ValidationError as exc:
-        first = exc.errors(include_url=False, include_input=False)[0]
-        field = ".".join(str(p) for p in first["loc"]) or "(line)"
-        raise InputError(f"not a verdict: field {one_line(field, 80)}: "
-                         f"{one_line(first['msg'], 200)}", where=where) from None
-    except (ValueError, RecursionError) as exc:
-        raise InputError(f"not a verdict: {one_line(exc, 200)}", where=where) from None
-
-
 def iter_stored(root: str | Path) -> Iterator[StoredVerdict]:
     """Every stored verdict of the dataset at ``root``, files sorted, lines in order. A torn
     last line (a crash mid-append) is skipped; any other bad line is an InputError naming the
     file and line."""
     for path in _files(Path(root)):
-        with path.open("rb") as fh:
-            n = 0
-            while raw := fh.readline(MAX_VERDICT_LINE + 1):  # bounded: never a whole file
-                n += 1
-                if len(raw) <= MAX_VERDICT_LINE and not raw.endswith(b"\n"):
-                    break  # a torn last line
-                if raw.strip():
-                    yield StoredVerdict(_parse(raw, f"{path}:{n}"), path, n)
+        for n, raw in whole_lines(path, MAX_VERDICT_LINE):
+            yield StoredVerdict(parse_line(Verdict, raw, f"{path}:{n}", "verdict"), path, n)
 
 
 def iter_verdicts(root: str | Path) -> Iterator[Verdict]:

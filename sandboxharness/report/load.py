@@ -4,21 +4,16 @@ bad one is one InputError naming the file and line."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from ..dataset.layout import Dataset, load_dataset
+from ..dataset.tracefile import MAX_TRACE_LINE, parse_line, whole_lines
 from ..dataset.verdictstore import StoredVerdict, iter_stored
-from ..errors import InputError, one_line
+from ..errors import InputError
 from ..models.trace import Trace
-
-MAX_TRACE_LINE = 8 * 1024 * 1024
-"""A trace line holds a workload and a log of at most a few KiB; far past that it is refused."""
 
 
 @dataclass(frozen=True)
@@ -60,32 +55,15 @@ def trace_files(root: Path) -> list[Path]:
 
 
 def iter_traces(root: Path) -> Iterator[Trace]:
+    """Every trace under ``root/traces``, files sorted, lines in order, as the verdict store
+    reads its lines (``dataset.tracefile.whole_lines``: a torn last line skipped)."""
     for path in trace_files(root):
-        with path.open("rb") as fh:
-            n = 0
-            while raw := fh.readline(MAX_TRACE_LINE + 1):
-                n += 1
-                where = f"{path}:{n}"
-                if len(raw) > MAX_TRACE_LINE:
-                    raise InputError(f"trace line over the {MAX_TRACE_LINE}-byte cap",
-                                     where=where)
-                if not raw.endswith(b"\n"):
-                    break  # a torn last line (a run killed mid-append): the next run drops it
-                if not raw.strip():
-                    continue  # FlashInfer-Bench skips empty lines too
-                try:
-                    trace = Trace.model_validate(json.loads(raw))
-                except ValidationError as exc:
-                    first = exc.errors(include_url=False, include_input=False)[0]
-                    loc = ".".join(str(p) for p in first["loc"]) or "(line)"
-                    raise InputError(f"not a trace: field {one_line(loc, 80)}: "
-                                     f"{one_line(first['msg'], 200)}", where=where) from None
-                except (ValueError, RecursionError) as exc:
-                    raise InputError(f"not a trace: {one_line(exc, 200)}", where=where) from None
-                if trace.evaluation is None:
-                    raise InputError("a workload line (no evaluation) under traces/",
-                                     where=where)
-                yield trace
+        for n, raw in whole_lines(path, MAX_TRACE_LINE):
+            trace = parse_line(Trace, raw, f"{path}:{n}", "trace")
+            if trace.evaluation is None:
+                raise InputError("a workload line (no evaluation) under traces/",
+                                 where=f"{path}:{n}")
+            yield trace
 
 
 def load_input(root: str | Path, campaign: str | Path | None = None) -> ReportInput:

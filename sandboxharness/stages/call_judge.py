@@ -1,9 +1,12 @@
 """One candidate call against the reference's, judged on the trusted side: the result files
-(read back against the digests bound at the call), the regenerated inputs, the comparison mode
-of each output. Used per call as the calls come (``job.execute``) and by the stages."""
+(read back against the digests bound at the call), the comparison mode of each output, and the
+inputs after the call by their digests against the reference's (the inputs themselves are made
+again here only where a comparison needs their values). Used per call as the calls come
+(``job.execute``) and by the stages."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,7 @@ from .execute import CallResult
 from .results import read_bound, read_tensors
 from .sampling import judge_sampling
 from .session import KernelFault
+from .state import InputDigests
 from .state import check_inputs as check_inputs_after
 from .topk_scores import derived_scores
 
@@ -54,6 +58,16 @@ def _compare_output(definition: Definition, resolved: Resolved, item: dict[str, 
     return compare(name, out, ref, tol, resolved.required_matched_ratio)
 
 
+def _inputs_after(definition: Definition, resolved: Resolved, cand: CallResult,
+                  ref: CallResult, *, got: dict[str, torch.Tensor], want: dict[str, torch.Tensor],
+                  original: Callable[[], list[object]]) -> tuple[Comparison | None, list[str]]:
+    if ref.reply is None:
+        raise KernelFault(ReasonCode.WORKER_PROTOCOL, "the reference's call has no reply")
+    digests = InputDigests(ref_pre=ref.reply.pre, ref=ref.bound, cand=cand.bound)
+    return check_inputs_after(definition, resolved, cand.case.payload["inputs"],
+                              digests=digests, got=got, ref_got=want, original=original)
+
+
 def judge_call(definition: Definition, policy: Policy, cand: CallResult, ref: CallResult, *,
                cand_dir: Path, ref_dir: Path, data_dir: str,
                check_inputs: bool = True) -> tuple[ReasonCode | None, str, dict[str, Any]]:
@@ -78,9 +92,16 @@ def judge_call(definition: Definition, policy: Policy, cand: CallResult, ref: Ca
     want = read_tensors(ref_dir / ref.file, cap)
     resolved = resolve(definition, policy.correctness)
     payload_inputs = cand.case.payload["inputs"]
-    needs_inputs = check_inputs or any(m in ("set", "sampling") for m in resolved.modes.values())
-    original = make_inputs(cand.case.payload, cand.seed, "cpu", data_dir) if needs_inputs else []
-    inputs = {it["name"]: v for it, v in zip(payload_inputs, original, strict=False)}
+    made: list[list[object]] = []
+
+    def original() -> list[object]:  # the inputs again, on this side, at most once
+        if not made:
+            made.append(make_inputs(cand.case.payload, cand.seed, "cpu", data_dir))
+        return made[0]
+
+    needs_inputs = any(m in ("set", "sampling") for m in resolved.modes.values())
+    inputs = ({it["name"]: v for it, v in zip(payload_inputs, original(), strict=False)}
+              if needs_inputs else {})
     stats: dict[str, Any] = {}
     dist = (cand.case.payload.get("dists") or {}).get(str(cand.seed), "plain")
     for item in cand.case.payload["outputs"]:
@@ -96,10 +117,10 @@ def judge_call(definition: Definition, policy: Policy, cand: CallResult, ref: Ca
         if res.code is not None:
             return res.code, res.message, stats
     if check_inputs:  # state inputs learned from the reference's own post-call inputs
-        bad, state = check_inputs_after(definition, resolved, payload_inputs, original=original,
-                                        got=got, ref_got=want)
-        if state:
-            stats[STATE_KEY] = state  # moved to the trial entry by judge()
-        if bad is not None and bad.code is not None:
-            return bad.code, bad.message, stats
+        bad = _inputs_after(definition, resolved, cand, ref, got=got, want=want,
+                            original=original)
+        if bad[1]:
+            stats[STATE_KEY] = bad[1]  # moved to the trial entry by judge()
+        if bad[0] is not None and bad[0].code is not None:
+            return bad[0].code, bad[0].message, stats
     return None, "ok", stats

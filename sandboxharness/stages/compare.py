@@ -76,14 +76,21 @@ def compare_exact(name: str, out: torch.Tensor | None, ref: torch.Tensor) -> Com
 
 
 CHUNK = 1 << 20
-"""Elements compared at a time: float64 temporaries of 8 MiB instead of whole-output copies
+"""Elements compared at a time: temporaries of a few MiB instead of whole-output copies
 (a 14,509 x 4096 output took 3.5 s and most of it in page faults compared at once)."""
+
+
+def work_dtype(*ts: torch.Tensor) -> torch.dtype:
+    """float32 for outputs of 16 bits or fewer (FlashInfer-Bench compares in float32; every
+    such value is exact there, and so is almost every difference), float64 otherwise."""
+    return torch.float32 if all(t.element_size() <= 2 for t in ts) else torch.float64
 
 
 def _flat_chunks(*ts: torch.Tensor) -> Iterator[tuple[torch.Tensor, ...]]:
     flat = [t.reshape(-1) for t in ts]
+    work = work_dtype(*ts)
     for i in range(0, flat[0].numel(), CHUNK):
-        yield tuple(f[i:i + CHUNK].to(torch.float64) for f in flat)
+        yield tuple(f[i:i + CHUNK].to(work) for f in flat)
 
 
 def amplified_tolerance(tol: Tolerance, ref: torch.Tensor) -> Tolerance:
@@ -105,7 +112,7 @@ def amplified_tolerance(tol: Tolerance, ref: torch.Tensor) -> Tolerance:
 
 def compare(name: str, out: torch.Tensor | None, ref: torch.Tensor, tol: Tolerance,
             required_ratio: float) -> Comparison:
-    """atol AND rtol per element (FlashInfer-Bench), in float64, a chunk at a time. Where the
+    """atol AND rtol per element (FlashInfer-Bench), in ``work_dtype``, a chunk at a time. Where the
     reference is finite the output must be too (NONFINITE_OUTPUT); where it is not, the output
     must hold the identical special value."""
     bad = check_kind(name, out, ref)
@@ -113,7 +120,7 @@ def compare(name: str, out: torch.Tensor | None, ref: torch.Tensor, tol: Toleran
         return bad or missing(name)
     if out.numel() == 0:
         return Comparison(None, "empty")
-    tiny = torch.finfo(torch.float64).tiny
+    tiny = torch.finfo(work_dtype(out, ref)).tiny
     nonfinite = failed = 0
     max_abs = max_rel = 0.0
     for o, r in _flat_chunks(out, ref):

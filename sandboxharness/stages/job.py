@@ -1,8 +1,9 @@
 """Job directories and the two sandboxed runs, the candidate's and the reference's.
 
 The candidate's worker takes every phase in one process (compile, correctness calls, timed
-calls); the reference runs in a process of its own, side by side with it, and its outputs
-live in a directory the candidate's job never sees. Each call is judged as it comes.
+calls); the reference runs in a process of its own, side by side with it (each call made on
+both at once), and its outputs live in a directory the candidate's job never sees. Each call
+is judged as it comes, while the next one is made.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import shutil
 import stat
 import time
 from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,7 @@ from ..errors import InfrastructureError, InputError
 from ..models import Policy, Solution, WorkloadTrace
 from ..models.workload import SafetensorsInput
 from ..sandbox.interface import JobSpec
-from ..worker.protocol import CallReply
+from ..worker.protocol import CallReply, Repeat
 from . import limits, repeats
 from .call_judge import judge_call
 from .cases import CasePlan, build_cases
@@ -137,9 +139,10 @@ def _job(ctx: EvaluationContext, role: str, data_dir: Path, cases: int) -> JobSp
 def execute(ctx: EvaluationContext) -> Execution:
     """Stage the blobs, build the cases, then run the candidate and the reference side by side:
     each correctness call is made on both, judged at once and its files removed, so results
-    never pile up (any workload set fits the out-dir quota one call at a time). The candidate
-    compiles first (a candidate that does not compile never costs a reference run); a failure
-    of the reference is the definition's, never the candidate's."""
+    never pile up (any workload set fits the out-dir quota one call at a time). The reference
+    loads while the candidate compiles (a candidate that does not compile costs a reference
+    start, never a reference call); a failure of the reference is the definition's, never the
+    candidate's."""
     data_dir = stage_blobs(ctx.workloads, ctx.blob_root, ctx.root / "data")
     cases = build_cases(ctx.definition, list(ctx.workloads), ctx.policy, seed=ctx.seed)
     limits.check_plan(cases, ctx.policy, getattr(ctx.sandbox, "out_quota_mb", None))
@@ -156,22 +159,21 @@ def execute(ctx: EvaluationContext) -> Execution:
                      cand_dir=cand_job.out_dir, ref_dir=ctx.root / "reference" / "out")
     ref: Role | None = None
     try:
-        if not cand.open():
-            return done
         ref_job = _job(ctx, "reference", data_dir, len(cases))
         write_sources(ref_job.src_dir, [("reference.py",
                                          ctx.definition.reference.encode("utf-8"))])
         ref = Role(ctx.sandbox, ref_job, hello_for_reference(), plan)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="shx-ref") as pool:
+            ref_open = pool.submit(ref.open)  # its start-up overlaps the candidate's compile
+            compiled = cand.open()
+            ref_opened = ref_open.result()
+        if not compiled:
+            return done
         judge = _Judge(ctx, done)
-        if ref.open():
+        if ref_opened:
             t0 = time.monotonic()
-            for case, trial in call_order(plan):
-                seed = plan.trial_seed(case, trial)
-                r, c = CallResult(case, trial, seed), CallResult(case, trial, seed)
-                if not ref.call(r) or not cand.call(
-                        c, repeat=sample.get(case.id) if trial == 0 else None):
-                    break
-                judge.call(c, r)
+            _correctness_calls(cand, ref, judge, plan, sample, overlap=limits.overlap_fits(
+                cases, getattr(ctx.sandbox, "out_quota_mb", None)))
             if cand.ok and cand.recheck():
                 cand.run.wall_s["correctness"] = time.monotonic() - t0
             if ref.ok:
@@ -189,6 +191,31 @@ def execute(ctx: EvaluationContext) -> Execution:
         cand.close()
         if ref is not None:
             ref.close()
+
+
+def _correctness_calls(cand: Role, ref: Role, judge: _Judge, plan: Plan,
+                       sample: dict[str, Repeat], *, overlap: bool) -> None:
+    """Each call made on both workers at once, then judged; with ``overlap`` the judging of one
+    call runs while the next is made (its files and the next call's exist together)."""
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="shx-call") as pool:
+        judging: Future[None] | None = None
+        for case, trial in call_order(plan):
+            seed = plan.trial_seed(case, trial)
+            r, c = CallResult(case, trial, seed), CallResult(case, trial, seed)
+            ref_made = pool.submit(ref.call, r)
+            cand_ok = cand.call(c, repeat=sample.get(case.id) if trial == 0 else None)
+            ref_ok = ref_made.result()
+            if judging is not None:
+                judging.result()
+                judging = None
+            if not (ref_ok and cand_ok):
+                break
+            judging = pool.submit(judge.call, c, r)
+            if not overlap:
+                judging.result()
+                judging = None
+        if judging is not None:
+            judging.result()
 
 
 def _reference_held(ctx: EvaluationContext, ref: RoleRun) -> None:

@@ -81,6 +81,14 @@ def check_plan(cases: list[Case], policy: Policy, out_quota_mb: int | None) -> N
             "quota")
 
 
+def overlap_fits(cases: list[Case], out_quota_mb: int | None) -> bool:
+    """Whether two calls' results fit the out dir at once: then a call is judged while the
+    next one runs (``job.execute``); else one at a time, as ``check_plan`` promised."""
+    if out_quota_mb is None or not cases:
+        return True
+    return 2 * max(result_bytes(c) for c in cases) <= out_quota_mb * 2**20
+
+
 def reference_fault(fault: KernelFault, phase: str | None, where: str) -> Exception:
     """The error to raise when the definition's reference did not finish its plan."""
     if fault.code in HARNESS_LIMITS:

@@ -44,18 +44,20 @@ def read_tensors(path: Path, cap_bytes: int) -> dict[str, torch.Tensor]:
 
 
 def check_bound(path: Path, tensors: dict[str, torch.Tensor], bound: dict[str, str]) -> None:
-    """The file's outputs and inputs must be exactly what the worker digested when the call
-    returned (``worker.binding``); anything else was rewritten afterwards."""
-    from ..worker.binding import digest
+    """The file's outputs, and each input it holds, must be exactly what the worker digested
+    when the call returned (``worker.binding``); anything else was rewritten afterwards. (An
+    input the call left unchanged is not in the file: its digest is judged alone.)"""
+    from ..worker.binding import INPUT, digest
 
     if not bound:
         raise KernelFault(ReasonCode.WORKER_PROTOCOL, f"result {path.name} was never bound")
-    for group, prefix in (("out", "out."), ("in", "in."), ("rep", "rep.")):
-        want = bound.get(group)
-        if want is None:
+    checks = [(g, {k: v for k, v in tensors.items() if k.startswith(f"{g}.")}, bound.get(g))
+              for g in ("out", "rep")]
+    checks += [("in", {k: v}, bound.get(k)) for k, v in tensors.items() if k.startswith(INPUT)]
+    for group, held, want in checks:
+        if want is None and group != "in":
             continue
-        got = digest({k: v for k, v in tensors.items() if k.startswith(prefix)})
-        if got != want:
+        if want is None or digest(held) != want:
             what = {"out": "outputs", "in": "post-call inputs", "rep": "repeated samples"}[group]
             raise KernelFault(ReasonCode.INTEGRITY_VIOLATION,
                               f"the {what} in {path.name} differ from what was bound when the "

@@ -12,14 +12,27 @@ stay bit-identical: mutating inputs remains a rejected cheat.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from ..models import Definition
 from ..models.verdict import ReasonCode
-from .compare import Comparison, compare, same_bits
+from .compare import Comparison, compare
 from .compare_modes import Resolved
+from .session import KernelFault
+
+
+@dataclass(frozen=True)
+class InputDigests:
+    """Per-input digests (``in.<name>``) of one call: as the reference made them (``ref_pre``;
+    the reference is trusted), and after the reference's call and the candidate's."""
+
+    ref_pre: dict[str, str]
+    ref: dict[str, str]
+    cand: dict[str, str]
 
 _DECLARED = re.compile(r"\b(in[- ]place|mutated|updated in place)\b", re.IGNORECASE)
 _UPDATED = re.compile(r"\b(in[- ]place|mutated|updated)\b", re.IGNORECASE)
@@ -56,38 +69,58 @@ def _paired_output(definition: Definition, name: str, after: torch.Tensor,
 
 
 def check_inputs(definition: Definition, resolved: Resolved, payload_inputs: list[dict[str, Any]],
-                 *, original: list[object], got: dict[str, torch.Tensor],
-                 ref_got: dict[str, torch.Tensor]) -> tuple[Comparison | None, list[str]]:
-    """(the first failure or None, the inputs judged as state)."""
+                 *, digests: InputDigests, got: dict[str, torch.Tensor],
+                 ref_got: dict[str, torch.Tensor],
+                 original: Callable[[], list[object]]) -> tuple[Comparison | None, list[str]]:
+    """(the first failure or None, the inputs judged as state). Inputs are told apart by
+    digest: each one's as the reference made it, after the reference's call and after the
+    candidate's; only an input that moved travels as bytes (``got``/``ref_got``), and the
+    original is made again on this side (``original``) only where a state input was left as
+    it was."""
     declared = declared_state(definition, resolved)
     ref_out = {k.removeprefix("out."): v for k, v in ref_got.items() if k.startswith("out.")}
     state: list[str] = []
-    for item, value in zip(payload_inputs, original, strict=True):
-        if not isinstance(value, torch.Tensor):
-            continue
+    for index, item in enumerate(payload_inputs):
         name = item["name"]
-        after, ref_after = got.get(f"in.{name}"), ref_got.get(f"in.{name}")
-        if after is None or after.shape != value.shape or after.dtype != value.dtype:
+        key = f"in.{name}"
+        made = digests.ref_pre.get(key)
+        if made is None:
+            continue  # not a tensor: nothing a call can change
+        cand_moved = digests.cand.get(key) != made
+        ref_moved = digests.ref.get(key) != made
+        if ref_moved or name in declared:
+            state.append(name)
+        after = got.get(key)
+        if cand_moved and after is None:  # an honest worker saves every input that moved
+            return Comparison(ReasonCode.INPUT_MUTATED,
+                              f"input {name!r} after the call is not the input the harness "
+                              "made, and its worker did not save it"), state
+        made_value = original()[index] if cand_moved else None  # rare: only a moved input
+        if isinstance(made_value, torch.Tensor) and after is not None and (
+                after.shape != made_value.shape or after.dtype != made_value.dtype):
             return Comparison(ReasonCode.INPUT_MUTATED,
                               f"input {name!r} was replaced or resized by the call"), state
-        ref_changed = ref_after is not None and not same_bits(ref_after, value)
-        if ref_changed or name in declared:
-            state.append(name)
-        if ref_changed and ref_after is not None:  # state: must end where the reference's did
+        if ref_moved:  # state: must end where the reference's did
+            ref_after = ref_got.get(key)
+            if ref_after is None:
+                raise KernelFault(ReasonCode.WORKER_PROTOCOL,
+                                  f"the reference changed input {name!r} but did not save it")
+            value = after if after is not None else original()[index]
+            if not isinstance(value, torch.Tensor):
+                raise KernelFault(ReasonCode.WORKER_PROTOCOL, f"input {name!r} is not a tensor")
             tol = resolved.tolerance_for(item["dtype"])
-            res = compare(f"in.{name}", after, ref_after, tol, resolved.required_matched_ratio)
+            res = compare(key, value, ref_after, tol, resolved.required_matched_ratio)
             if res.code is not None:
                 detail = res.message.split(": ", 1)[-1]
                 return Comparison(res.code, f"state input {name!r} after the call differs from "
                                   f"the reference's (which updates it): {detail}"), state
             continue
-        if same_bits(after, value):
+        if not cand_moved or after is None:
             continue
         pair = _paired_output(definition, name, after, ref_out) if name in declared else None
         if pair is not None:
             tol = resolved.tolerance_for(item["dtype"])
-            res = compare(f"in.{name}", after, ref_out[pair], tol,
-                          resolved.required_matched_ratio)
+            res = compare(key, after, ref_out[pair], tol, resolved.required_matched_ratio)
             if res.code is None:
                 continue  # updated in place to its output's value, as declared
         return Comparison(ReasonCode.INPUT_MUTATED, f"input {name!r} was modified by the call"

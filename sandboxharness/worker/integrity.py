@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 import types
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 _OWN_PACKAGES = ("sandboxharness.worker", "sandboxharness.inputs")
@@ -50,6 +51,8 @@ def _targets() -> dict[str, Any]:
         "torch.randint": torch.randint,
         "torch.Generator": torch.Generator,
         "hashlib.sha256": hashlib.sha256,
+        "concurrent.futures.ThreadPoolExecutor.map": ThreadPoolExecutor.map,
+        "concurrent.futures.ThreadPoolExecutor.submit": ThreadPoolExecutor.submit,
         "json.dumps": json.dumps,
         "json.loads": json.loads,
         "os.write": os.write,

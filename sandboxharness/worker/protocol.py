@@ -99,10 +99,15 @@ def decode(payload: bytes) -> dict[str, Any]:
 
 # -- reading what the worker claims (host side) -----------------------------------------------
 def digests(raw: Any, groups: tuple[str, ...] = ("out", "in")) -> Digests:
-    """The digest strings of ``raw`` (a reply's ``bound``, a frame), other values dropped."""
+    """The digest strings of ``raw`` (a reply's ``bound``, a frame), other values dropped; with
+    ``in``, each input's own (``in.<name>``) too."""
     if not isinstance(raw, dict):
         return {}
-    return {k: raw[k] for k in groups if isinstance(raw.get(k), str)}
+    out = {k: raw[k] for k in groups if isinstance(raw.get(k), str)}
+    if "in" in groups:
+        out.update({k: v for k, v in raw.items() if isinstance(k, str) and k.startswith("in.")
+                    and len(k) <= 256 and isinstance(v, str)})
+    return out
 
 
 def count(raw: Any) -> int | None:
@@ -366,7 +371,8 @@ class HelloReply:
 @dataclass(frozen=True)
 class CallReply:
     """A ``call``'s or ``sample``'s reply: what came back, described, and its digests (read
-    back: ``out`` and ``in``; a ``sample``'s ``rep`` is the client's to add)."""
+    back: ``out``, ``in`` and each input's ``in.<name>``; a ``sample``'s ``rep`` is the client's
+    to add)."""
 
     outputs: list[Any] = field(default_factory=list)
     """Each returned value described (``type``, and ``shape``/``dtype``/``device`` of a tensor)."""
@@ -374,16 +380,20 @@ class CallReply:
     elapsed_s: float | None = None
     bound: Digests = field(default_factory=dict)
     launches: int | None = None
+    pre: Digests = field(default_factory=dict)
+    """Each input's digest as made, before the call (``in.<name>``): the reference's are what
+    the host holds a candidate's post-call inputs to."""
 
     def to_wire(self) -> dict[str, Any]:
         return {"ok": True, "outputs": self.outputs, "n_outputs": self.n_outputs,
-                "elapsed_s": self.elapsed_s, "bound": self.bound, "launches": self.launches}
+                "elapsed_s": self.elapsed_s, "bound": self.bound, "launches": self.launches,
+                "pre": self.pre}
 
     @classmethod
     def from_wire(cls, msg: Mapping[str, Any]) -> CallReply:
         return cls(_list(msg.get("outputs")), count(msg.get("n_outputs")),
                    _number(msg.get("elapsed_s")), digests(msg.get("bound")),
-                   count(msg.get("launches")))
+                   count(msg.get("launches")), digests(msg.get("pre"), ("in",)))
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,17 @@ from time import perf_counter as _clock  # bound before any candidate code runs
 from typing import Any
 
 from ..inputs.tensorgen import make_inputs, make_outputs
-from . import protocol
-from .binding import _CLONE, _RESHAPE, digest, instance_attributes, plain_cpu
+from . import binding, protocol
+from .binding import (
+    _CLONE,
+    _RESHAPE,
+    INPUT,
+    combine,
+    digest,
+    input_digests,
+    instance_attributes,
+    plain_cpu,
+)
 from .integrity import Snapshot
 from .launches import LaunchCounter
 from .protocol import (
@@ -115,8 +124,9 @@ class Worker:
         self.fn: Any = None
         self.hello = Hello("", "", "", dps=False, preload_triton=False)
         self.snapshot: Snapshot | None = None
-        self.kept: list[tuple[list[Any], list[Any]]] = []
-        """Timed calls: (outputs, inputs) of each, held until the host picks the sampled ones."""
+        self.kept: list[tuple[list[Any], list[Any], dict[str, str]]] = []
+        """Timed calls: (outputs, inputs, the inputs' digests before the call) of each, held
+        until the host picks the sampled ones."""
         self.held: list[tuple[str, dict[str, Any], list[Any]]] = []
         """Correctness calls: (save path, case, outputs), re-digested at ``recheck``."""
         self.bench_case: dict[str, Any] = {}
@@ -162,23 +172,32 @@ class Worker:
         return named
 
     @staticmethod
-    def _plain(named: dict[str, Any]) -> dict[str, Any]:
-        import torch
-
-        # own copies: an output may share storage with an input (in-place kernels), which
-        # the file format refuses, and nothing of the candidate's may be read later
-        return {k: _CLONE(plain_cpu(v)) for k, v in named.items()
-                if type(v) is torch.Tensor and not instance_attributes(v)}
-
-    @staticmethod
     def _bind(named: dict[str, Any]) -> dict[str, str]:
-        """Digests of the outputs and of the inputs, separately (see ``binding``): of the
-        tensors as they are now, read through unbound methods, no copy kept."""
+        """Digests of the outputs, of each input (``in.<name>``) and of all inputs (``in``,
+        combined): of the tensors as they are now, read through unbound methods, no copy kept."""
         import torch
 
         plain = {k: v for k, v in named.items() if type(v) is torch.Tensor}
+        per = input_digests(plain)
         return {"out": digest({k: v for k, v in plain.items() if k.startswith("out.")}),
-                "in": digest({k: v for k, v in plain.items() if k.startswith("in.")})}
+                "in": combine(per), **per}
+
+    def _results(self, named: dict[str, Any],
+                 pre: dict[str, str]) -> tuple[dict[str, str], dict[str, Any]]:
+        """(bound, what the result file holds): the outputs, and only the inputs whose digest
+        moved from ``pre`` (the host knows an unchanged input by its digest alone)."""
+        import torch
+
+        live = {k: v for k, v in named.items()
+                if type(v) is torch.Tensor and not instance_attributes(v)}
+        cpu = {k: plain_cpu(v) for k, v in live.items()}
+        bound = self._bind(cpu)
+        # own copies: an output may share storage with an input (in-place kernels), which
+        # the file format refuses, and nothing of the candidate's may be read later; a copy
+        # off the device already is one
+        keep = {k: t if live[k].device.type != "cpu" else _CLONE(t) for k, t in cpu.items()
+                if not k.startswith(INPUT) or bound.get(k) != pre.get(k)}
+        return bound, keep
 
     @staticmethod
     def _write(path: str, plain: dict[str, Any]) -> None:
@@ -193,10 +212,14 @@ class Worker:
         finally:
             os.close(fd)
 
-    def _save(self, path: str, named: dict[str, Any]) -> dict[str, str]:
-        plain = self._plain(named)
-        self._write(path, plain)
-        return self._bind(plain)
+    def _save(self, path: str, named: dict[str, Any], pre: dict[str, str]) -> dict[str, str]:
+        bound, keep = self._results(named, pre)
+        self._write(path, keep)
+        return bound
+
+    def _pre(self, case: dict[str, Any], inputs: list[Any]) -> dict[str, str]:
+        """Each input's digest as made, before any candidate code sees it."""
+        return input_digests(self._named(case, [], inputs))
 
     def _progress(self, frame: Progress) -> None:
         self.chan.send(frame.to_wire())
@@ -222,6 +245,8 @@ class Worker:
             self.profiler = (rt.cudaProfilerStart, rt.cudaProfilerStop, torch.cuda._sleep)
         import safetensors.torch  # noqa: F401  (the saver is in the snapshot)
 
+        binding.warm()  # the digest's threads exist before the candidate does
+
         self.snapshot = Snapshot(own)
         self.snapshot.watch(self.launches)
         t0 = _clock()
@@ -236,14 +261,15 @@ class Worker:
     def op_call(self, req: Call) -> CallReply:
         case = req.case
         inputs = self._inputs(case, req.seed)
+        pre = self._pre(case, inputs)
         self.launches.take()
         outs, elapsed = self._invoke(inputs, case, req.profile)
         gc.disable()  # again, should the call have switched it on: none until the reply
         launches = self.launches.take()
         described = [_describe(o) for o in outs]
-        bound = self._save(req.save, self._named(case, outs, inputs))
+        bound = self._save(req.save, self._named(case, outs, inputs), pre)
         self.held.append((req.save, case, outs))
-        return CallReply(described, len(outs), elapsed, bound, launches)
+        return CallReply(described, len(outs), elapsed, bound, launches, pre)
 
     def op_sample(self, req: Sample) -> CallReply:
         """One call as ``call`` (its results bound at once, in a frame), then up to ``calls``
@@ -254,13 +280,13 @@ class Worker:
         case, rep_spec = req.call.case, req.repeat
         tile, tiled_case = rep_spec.tile, rep_spec.tiled_case
         inputs = self._inputs(case, req.call.seed)
+        pre = self._pre(case, inputs)
         self.launches.take()
         outs, elapsed = self._invoke(inputs, case)
         gc.disable()
         launches = self.launches.take()
         described = [_describe(o) for o in outs]
-        first = self._plain(self._named(case, outs, inputs))
-        bound = self._bind(first)
+        bound, first = self._results(self._named(case, outs, inputs), pre)
         self._progress(Progress(Step.BOUND, digests=bound))
         self.held.append((req.call.save, case, outs))
         names = set(rep_spec.tile_inputs)
@@ -280,7 +306,7 @@ class Worker:
         rep = {f"rep.{out0['name']}": torch.cat(reps)}
         self._write(req.call.save, {**first, **rep})
         bound["rep"] = digest(rep)
-        return CallReply(described, len(outs), elapsed, bound, launches)
+        return CallReply(described, len(outs), elapsed, bound, launches, pre)
 
     def op_recheck(self, req: Recheck) -> RecheckReply:
         """Digests of every earlier call's outputs now: an output that aliases storage the
@@ -297,27 +323,27 @@ class Worker:
             self._invoke(self._inputs(req.case, req.warmup_seed), req.case)
         return Ack()
 
-    def _ready(self, i: int, seed: int) -> list[Any]:
+    def _ready(self, i: int, seed: int) -> tuple[list[Any], dict[str, str]]:
         """Inputs of timed call ``i``, made only now (nothing staged for the candidate to walk
         to), moved off any address it has seen, digested and announced before the call."""
         inputs = self._inputs(self.bench_case, seed)
         if self.gpu is not None:
             self.gpu.fresh([inputs])
         gc.disable()
-        pre = self._bind(self._named(self.bench_case, [], inputs))["in"]
-        self._progress(Progress(Step.READY, i, {"in": pre}))
+        pre = self._pre(self.bench_case, inputs)
+        self._progress(Progress(Step.READY, i, {"in": combine(pre), **pre}))
         _sync(self.hello.device)
         self.launches.take()
-        return inputs
+        return inputs, pre
 
-    def _after(self, i: int, outs: list[Any], inputs: list[Any]) -> None:
+    def _after(self, i: int, outs: list[Any], inputs: list[Any], pre: dict[str, str]) -> None:
         """Right after timed call ``i``: say it is done, then bind its outputs and inputs."""
         gc.disable()
         self._progress(Progress(Step.DONE, i, launches=self.launches.take()))
         named = self._named(self.bench_case, outs, inputs)
         self._progress(Progress(Step.BOUND, i, self._bind(named),
                                 described=[_describe(o) for o in outs]))
-        self.kept.append((outs, inputs))
+        self.kept.append((outs, inputs, pre))
 
     def op_timed(self, req: Timed) -> TimedReply:
         seeds = req.seeds
@@ -328,29 +354,30 @@ class Worker:
         else:
             times = []
             for i, seed in enumerate(seeds):
-                inputs = self._ready(i, seed)
+                inputs, pre = self._ready(i, seed)
                 outs, elapsed = self._invoke(inputs, self.bench_case)
-                self._after(i, outs, inputs)
+                self._after(i, outs, inputs, pre)
                 times.append(elapsed)
         gc.disable()
-        re_out = [self._bind(self._named(self.bench_case, o, None))["out"] for o, _ in self.kept]
+        re_out = [self._bind(self._named(self.bench_case, o, None))["out"]
+                  for o, _, _ in self.kept]
         return TimedReply(times, re_out, clock)
 
     def _timed_gpu(self, seeds: list[int]) -> tuple[list[float], dict[str, Any]]:
         """do_bench-style CUDA events, cold L2, fresh input addresses, every stream counted
         (CUPTI, or the device-sync floor without it: see worker.gputimer.GpuTimer)."""
         case = self.bench_case
-        current: dict[int, tuple[list[Any], list[Any]]] = {}
+        current: dict[int, tuple[list[Any], list[Any], dict[str, str]]] = {}
 
         def make(i: int) -> Any:
-            inputs = self._ready(i, seeds[i])
+            inputs, pre = self._ready(i, seeds[i])
             outs = self._outputs(case)
-            current[i] = (inputs, outs)
+            current[i] = (inputs, outs, pre)
             return lambda: self.fn(*inputs, *outs)
 
         def after(i: int, ret: Any) -> None:
-            inputs, outs = current.pop(i)
-            self._after(i, outs if self.hello.dps else _as_list(ret), inputs)
+            inputs, outs, pre = current.pop(i)
+            self._after(i, outs if self.hello.dps else _as_list(ret), inputs, pre)
 
         _, times, info = self.gpu.time_made(len(seeds), make, after)
         if info.get("trace_lost") and self.snapshot is not None:
@@ -362,8 +389,8 @@ class Worker:
         gc.disable()
         bound = []
         for idx, path in zip(req.indices, req.paths, strict=True):
-            outs, inputs = self.kept[idx]
-            bound.append(self._save(path, self._named(self.bench_case, outs, inputs)))
+            outs, inputs, pre = self.kept[idx]
+            bound.append(self._save(path, self._named(self.bench_case, outs, inputs), pre))
         self.kept = []
         return DumpReply(bound)
 

@@ -63,9 +63,19 @@ def test_within_tolerance_always_passes(values: list[float], noise: float) -> No
     assert compare("y", out, ref, TOL, 1.0).code is None
 
 
-def test_bfloat16_compared_in_float64() -> None:
+def test_16_bit_outputs_are_compared_in_float32_as_fib_does() -> None:
+    from sandboxharness.stages.compare import work_dtype
+
     ref = torch.randn(64, generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)
     assert compare("y", ref.clone(), ref, TOL, 1.0).max_abs == 0.0
+    assert work_dtype(ref, ref) == torch.float32
+    assert work_dtype(ref.float(), ref.float()) == torch.float64  # 32-bit: in float64
+    # one ulp of bf16 at 1.0 is 2**-7: over atol=rtol=1e-3, caught in float32 as in float64
+    one = torch.ones(4, dtype=torch.bfloat16)
+    off = one + torch.tensor([0.0, 0.0, 0.0, 2**-7]).to(torch.bfloat16)
+    tight = Tolerance(atol=1e-3, rtol=1e-3)
+    got = compare("y", off, one, tight, 1.0)
+    assert got.code == ReasonCode.INCORRECT_NUMERICAL and got.max_abs == 2**-7
 
 
 def test_amplified_inputs_judge_a_reduction_at_its_own_scale() -> None:
@@ -96,11 +106,14 @@ def test_amplified_inputs_judge_a_reduction_at_its_own_scale() -> None:
 def _whole(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> tuple[int, int, float, float]:
     """The rule written out on whole tensors: (non-finite where ref finite, failures, max abs,
     max rel), what the chunked ``compare`` must reproduce."""
-    o, r = out.to(torch.float64), ref.to(torch.float64)
+    from sandboxharness.stages.compare import work_dtype
+
+    work = work_dtype(out, ref)
+    o, r = out.to(work), ref.to(work)
     rf, of = torch.isfinite(r), torch.isfinite(o)
     both = rf & of
     abs_err = torch.where(both, (o - r).abs(), torch.zeros_like(o))
-    rel = torch.where(both, abs_err / r.abs().clamp_min(torch.finfo(torch.float64).tiny),
+    rel = torch.where(both, abs_err / r.abs().clamp_min(torch.finfo(work).tiny),
                       torch.zeros_like(o))
     same = (o == r) | (torch.isnan(o) & torch.isnan(r))
     fails = (both & (abs_err > tol.atol) & (rel > tol.rtol)) | (~rf & ~same)

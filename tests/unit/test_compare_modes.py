@@ -12,7 +12,8 @@ from sandboxharness.models.policy import CorrectnessRules, Tolerance
 from sandboxharness.models.verdict import ReasonCode
 from sandboxharness.stages.compare import compare, compare_exact
 from sandboxharness.stages.compare_modes import compare_set, resolve, score_input
-from sandboxharness.stages.state import check_inputs, declared_state
+from sandboxharness.stages.state import InputDigests, check_inputs, declared_state
+from sandboxharness.worker.binding import input_digests
 
 
 def _definition(name: str, op_type: str, inputs: dict[str, Any], outputs: dict[str, Any],
@@ -102,14 +103,31 @@ MAMBA = _definition("ssu_t", "mamba", {"state": {"shape": ["b", "n"], "dtype": "
 
 def _check(definition: Definition, original: dict[str, torch.Tensor],
            cand_after: dict[str, torch.Tensor], ref_after: dict[str, torch.Tensor],
-           ref_out: dict[str, torch.Tensor] | None = None) -> tuple[Any, list[str]]:
+           ref_out: dict[str, torch.Tensor] | None = None, *,
+           unsaved: tuple[str, ...] = ()) -> tuple[Any, list[str]]:
+    """As the workers report it: every input's digest before and after, and the bytes of the
+    inputs that moved only (``unsaved``: a worker that keeps a moved input back)."""
     payload = [{"name": n, "dtype": str(t.dtype).removeprefix("torch.")}
                for n, t in original.items()]
-    got = {f"in.{k}": v for k, v in cand_after.items()}
-    want = {f"in.{k}": v for k, v in ref_after.items()}
+    pre = input_digests({f"in.{k}": v for k, v in original.items()})
+    cand = input_digests({f"in.{k}": v for k, v in cand_after.items()})
+    ref = input_digests({f"in.{k}": v for k, v in ref_after.items()})
+    got = {f"in.{k}": v for k, v in cand_after.items()
+           if cand[f"in.{k}"] != pre[f"in.{k}"] and k not in unsaved}
+    want = {f"in.{k}": v for k, v in ref_after.items() if ref[f"in.{k}"] != pre[f"in.{k}"]}
     want.update({f"out.{k}": v for k, v in (ref_out or {}).items()})
-    return check_inputs(definition, resolve(definition, CorrectnessRules()), payload,
-                        original=list(original.values()), got=got, ref_got=want)
+    made: list[int] = []
+
+    def again() -> list[object]:
+        made.append(1)
+        return list(original.values())
+
+    result = check_inputs(definition, resolve(definition, CorrectnessRules()), payload,
+                          digests=InputDigests(ref_pre=pre, ref=ref, cand=cand), got=got,
+                          ref_got=want, original=again)
+    if cand == pre and ref == pre:
+        assert not made, "inputs nobody changed are judged by digest alone"
+    return result
 
 
 def test_state_the_reference_updates_must_match_its_update() -> None:
@@ -130,6 +148,25 @@ def test_inputs_the_reference_leaves_alone_must_stay_bit_identical() -> None:
     bad, _ = _check(MAMBA, {"state": state, "x": x}, {"state": state, "x": torch.zeros(2, 8)},
                     {"state": state, "x": x})
     assert bad is not None and bad.code == ReasonCode.INPUT_MUTATED
+    ok, _ = _check(MAMBA, {"state": state, "x": x}, {"state": state, "x": x},
+                   {"state": state, "x": x})
+    assert ok is None
+
+
+def test_an_input_that_moved_but_did_not_travel_is_mutated() -> None:
+    """A worker that reports a changed digest but keeps the bytes back is not believed."""
+    state, x = torch.randn(2, 8), torch.randn(2, 8)
+    bad, _ = _check(MAMBA, {"state": state, "x": x}, {"state": state, "x": x + 1},
+                    {"state": state, "x": x}, unsaved=("x",))
+    assert bad is not None and bad.code == ReasonCode.INPUT_MUTATED
+    assert "did not save it" in bad.message
+
+
+def test_a_resized_input_is_replaced() -> None:
+    state, x = torch.randn(2, 8), torch.randn(2, 8)
+    bad, _ = _check(MAMBA, {"state": state, "x": x}, {"state": state, "x": x[:1]},
+                    {"state": state, "x": x})
+    assert bad is not None and "replaced or resized" in bad.message
 
 
 def test_declared_in_place_input_may_hold_its_outputs_value() -> None:

@@ -8,7 +8,12 @@ import pytest
 from sandboxharness.errors import InfrastructureError, InputError
 from sandboxharness.models.verdict import ReasonCode
 from sandboxharness.stages.cases import Case
-from sandboxharness.stages.limits import check_plan, reference_fault, result_bytes
+from sandboxharness.stages.limits import (
+    check_plan,
+    overlap_fits,
+    reference_fault,
+    result_bytes,
+)
 from sandboxharness.stages.session import KernelFault
 from tests.conftest import fast_policy
 
@@ -45,6 +50,14 @@ def test_what_is_held_at_once_over_the_out_quota_names_the_quota() -> None:
     with pytest.raises(InfrastructureError, match="out-dir quota of 4096 MB"):
         check_plan([_case(14509)], policy, out_quota_mb=4096)  # 20 dumps of 227 MB at once
     check_plan([_case(14509, heldout=True)], policy, out_quota_mb=4096)  # never dumped
+
+
+def test_a_call_is_judged_while_the_next_runs_only_where_two_fit_the_quota() -> None:
+    big = _case(14509)  # 227 MB of results per call
+    assert overlap_fits([_case(7), big], out_quota_mb=4096)
+    assert not overlap_fits([big], out_quota_mb=300)  # one fits (check_plan), two do not
+    check_plan([big], fast_policy(benchmark={"sampled_checks": 1}), out_quota_mb=300)
+    assert overlap_fits([big], out_quota_mb=None)
 
 
 @pytest.mark.parametrize("code", [ReasonCode.RESOURCE_LIMIT, ReasonCode.TIMEOUT,

@@ -77,9 +77,9 @@ def test_worker_replies_and_frames_are_the_ones_sent_before() -> None:
         (p.HelloReply(0.5), {"ok": True, "import_s": 0.5}),
         (p.HelloReply(0.5, {"cached": True}), {"ok": True, "import_s": 0.5,
                                                "build": {"cached": True}}),
-        (p.CallReply([{"type": "torch.Tensor"}], 1, 0.1, bound, 2),
+        (p.CallReply([{"type": "torch.Tensor"}], 1, 0.1, bound, 2, {"in.x": "f"}),
          {"ok": True, "outputs": [{"type": "torch.Tensor"}], "n_outputs": 1, "elapsed_s": 0.1,
-          "bound": bound, "launches": 2}),
+          "bound": bound, "launches": 2, "pre": {"in.x": "f"}}),
         (p.RecheckReply({"/job/out/x": "c"}), {"ok": True, "digests": {"/job/out/x": "c"}}),
         (p.TimedReply([0.1], ["d"]), {"ok": True, "times_s": [0.1], "re_out": ["d"]}),
         (p.TimedReply([0.1], ["d"], {"method": "events"}),
@@ -191,7 +191,12 @@ def _drive_worker(tmp_path: Path, tiny_def_path: Path, tiny_wl_path: Path) -> No
     assert worker.op_hello(hello).import_s >= 0
     call = worker.op_call(p.Call(case.payload, 1, str(tmp_path / "c.safetensors")))
     assert call.n_outputs == 1 and call.outputs[0]["type"] == "torch.Tensor"
-    assert set(call.bound) == {"out", "in"}
+    assert set(call.bound) == {"out", "in", "in.x", "in.w"}
+    assert call.pre == {k: v for k, v in call.bound.items() if k.startswith("in.")}
+    from safetensors.torch import load_file
+
+    # inputs the call left alone travel as digests only
+    assert set(load_file(str(tmp_path / "c.safetensors"))) == {"out.y"}
     recheck = worker.op_recheck(p.Recheck())
     assert recheck.digests == {str(tmp_path / "c.safetensors"): call.bound["out"]}
     worker.op_prepare(p.Prepare(case.payload, 1, 2))
@@ -210,3 +215,5 @@ def _drive_worker(tmp_path: Path, tiny_def_path: Path, tiny_wl_path: Path) -> No
         path = tmp_path / f"b1_{'gpu' if timer else 'cpu'}.safetensors"
         dumped = worker.op_dump(p.Dump([1], [str(path)]))
         assert dumped.bound is not None and dumped.bound[0]["out"] == timed.re_out[1]
+        assert dumped.bound[0] == p.Progress.from_wire(chan.sent[5]).digests
+        assert frames[3].digests["in"] == frames[5].digests["in"]  # pre == post: unchanged
