@@ -85,8 +85,11 @@ def _cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
 
 
 def _stage_times(events: Path) -> dict[str, dict[str, Any]]:
-    """Per solution: each stage's duration and, for the sanitizer, each tool's wall time."""
-    out: dict[str, dict[str, Any]] = defaultdict(lambda: {"stages": {}, "tools": {}})
+    """Per solution: each stage's duration, for the sanitizer each tool's wall time, and
+    where the host's time went (``host_s``: worker start-up, calls, judging, each role's
+    timed calls, the sampled re-checks)."""
+    out: dict[str, dict[str, Any]] = defaultdict(lambda: {"stages": {}, "tools": {},
+                                                          "host": {}})
     if not events.exists():
         return out
     for line in events.read_text().splitlines():
@@ -95,6 +98,7 @@ def _stage_times(events: Path) -> dict[str, dict[str, Any]]:
             row = out[e["solution"]]
             row["stages"][e["stage"]] = round(float(e["duration_s"]), 2)
             row["tools"].update({k: v for k, v in (e.get("tool_wall_s") or {}).items() if v})
+            row["host"].update(e.get("host_s") or {})
     return out
 
 
@@ -122,13 +126,13 @@ def _ours(ds: Path, solutions: list[str], jobs: int, policy: str | None, work: P
     rows = []
     candidates = summary.get("candidates") or _ends(events)  # a cut-off run: from its events
     for c in candidates:
-        st = stages.get(c["solution"], {"stages": {}, "tools": {}})
+        st = stages.get(c["solution"], {"stages": {}, "tools": {}, "host": {}})
         s = st["stages"]
         floor = (s.get("compile", 0.0) + max(st["tools"].values(), default=0.0)
                  + s.get("benchmark", 0.0))
         rows.append({"solution": c["solution"], "decision": c["decision"] or "error",
                      "reasons": c["reasons"], "error": c["error"], "wall_s": c["wall_s"],
-                     "stages": s, "tools": st["tools"], "floor_s": floor,
+                     "stages": s, "tools": st["tools"], "host": st["host"], "floor_s": floor,
                      "traces": c["traces"]})
     return {"wall_s": wall, "traces": _count_traces(ds), "rows": rows, "rc": rc,
             "audit": (verify.returncode, (verify.stdout + verify.stderr).strip()[-300:]),
@@ -260,6 +264,11 @@ def _report(results: list[tuple[str, dict[str, Any]]]) -> None:
                   f"{row['floor_s']:.1f} | {ratio:.2f} | {row['stages']} | {row['tools']} |")
         if ratios:
             print(f"\nmedian wall/floor {statistics.median(ratios):.2f}")
+        print("\nWhere each candidate's time went on the host (s; `host_s` of its verdict):\n")
+        for row in r["rows"]:
+            if row["host"]:
+                parts = ", ".join(f"{k} {v:.1f}" for k, v in row["host"].items())
+                print(f"- {row['solution']}: {parts}")
 
 
 if __name__ == "__main__":

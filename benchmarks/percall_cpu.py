@@ -81,14 +81,17 @@ def run_tree(tree: Path, ds: Path, policy: Path | None) -> dict[str, Any]:
     res = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=3600)
     wall = time.monotonic() - t0
     stages: dict[str, float] = {}
+    host: dict[str, float] = {}
     decision = ""
     for line in events.read_text().splitlines() if events.exists() else []:
         e = json.loads(line)
         if e.get("event") == "stage.end":
             stages[e.get("stage", "?")] = float(e.get("duration_s") or 0.0)
+            host.update(e.get("host_s") or {})
         if e.get("event") == "candidate.end":
             decision = f"{e.get('decision', '')} {e.get('reasons', '')}".strip()
-    return {"rc": res.returncode, "wall_s": wall, "stages": stages, "decision": decision,
+    return {"rc": res.returncode, "wall_s": wall, "stages": stages, "host": host,
+            "decision": decision,
             "err": res.stderr[-400:]}
 
 
@@ -107,6 +110,7 @@ def main() -> None:
     print("| tree | wall s | compile | correctness | sanitizer | benchmark | rest | decision |")
     print("|---|---|---|---|---|---|---|---|")
     base = Path(tempfile.mkdtemp(prefix="percall-"))
+    hosts: dict[str, dict[str, float]] = {}
     for name, tree in trees:
         ds = build(base / name / "ds", args.largest)
         r = run_tree(tree, ds, args.policy)
@@ -120,8 +124,13 @@ def main() -> None:
         print(f"| {name} | {r['wall_s']:.1f} | {cell('compile')} | {cell('correctness')} | "
               f"{cell('sanitizer')} | {cell('benchmark')} | {rest:.1f} | "
               f"{r['decision'] or r['rc']} |", flush=True)
+        hosts[name] = r["host"]
         if r["rc"] not in (0, 1):
             print(f"\n{name}: exit {r['rc']}: {r['err']}\n", flush=True)
+    for name, host in hosts.items():  # trees that record it (``host_s`` of the verdict)
+        if host:
+            print(f"\n{name}, where the time went (s): "
+                  + ", ".join(f"{k} {v:.1f}" for k, v in host.items()))
     shutil.rmtree(base, ignore_errors=True)
 
 

@@ -110,6 +110,9 @@ class RunLog:
         fields: dict[str, Any] = {"definition": event.task.definition,
                                   "solution": event.task.solution}
         if event.kind == "stage" and event.stage is not None:
+            host = event.stage.details.get("host_s")
+            if isinstance(host, dict):  # where the time went (benchmarks read it)
+                fields["host_s"] = host
             tools = event.stage.details.get("tools")
             if isinstance(tools, dict):  # side-by-side tools: the slowest one is the floor
                 fields["tool_wall_s"] = {name: t.get("wall_s") for name, t in tools.items()

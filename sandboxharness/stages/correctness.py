@@ -15,7 +15,7 @@ from .call_judge import STATE_KEY, judge_call
 from .compare_modes import resolve
 from .context import EvaluationContext, Needs, SoFar, skipped
 from .execute import CallResult, RoleRun
-from .job import execution
+from .job import Execution, execution
 
 
 def judged(call: CallResult) -> tuple[ReasonCode | None, str, dict[str, Any]] | None:
@@ -68,6 +68,16 @@ def judge(definition: Definition, policy: Policy, cand: RoleRun, ref: RoleRun, *
     return reasons, details
 
 
+def host_times(run: Execution) -> dict[str, float]:
+    """Where the evaluation's wall time went on the host, in s: the workers' start and
+    compile, the calls (both workers at once), the waits on judging, the timed calls of each
+    role and the sampled re-checks (benchmarks print it; nothing is decided on it)."""
+    out = {f"candidate_{k}": v for k, v in run.cand.wall_s.items()}
+    if run.ref is not None:
+        out.update({f"reference_{k}": v for k, v in run.ref.wall_s.items()})
+    return {k: round(v, 3) for k, v in sorted(out.items())}
+
+
 class CorrectnessStage:
     """Every correctness call against the reference's, then the honesty checks: each call
     held to what it returned, in the declared language."""
@@ -96,6 +106,7 @@ class CorrectnessStage:
             if not reasons:
                 reasons = honesty.rebound(cand) or honesty.launches(ctx.language, cand)
         details["root_seed"] = ctx.seed
+        details["host_s"] = host_times(run)
         details["coverage_notes"] = run.cases.notes  # where held-out coverage was reduced
         return StageResult(stage=self.stage, status="failed" if reasons else "passed",
                            duration_s=cand.wall_s.get("correctness", 0.0) + time.monotonic() - t0,

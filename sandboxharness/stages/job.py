@@ -197,25 +197,34 @@ def _correctness_calls(cand: Role, ref: Role, judge: _Judge, plan: Plan,
                        sample: dict[str, Repeat], *, overlap: bool) -> None:
     """Each call made on both workers at once, then judged; with ``overlap`` the judging of one
     call runs while the next is made (its files and the next call's exist together)."""
+    spent = {"calls": 0.0, "judging_wait": 0.0}  # where the stage's wall time went
+
+    def wait(judging: Future[None] | None) -> None:
+        t0 = time.monotonic()
+        if judging is not None:
+            judging.result()
+        spent["judging_wait"] += time.monotonic() - t0
+
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="shx-call") as pool:
         judging: Future[None] | None = None
         for case, trial in call_order(plan):
             seed = plan.trial_seed(case, trial)
             r, c = CallResult(case, trial, seed), CallResult(case, trial, seed)
+            t0 = time.monotonic()
             ref_made = pool.submit(ref.call, r)
             cand_ok = cand.call(c, repeat=sample.get(case.id) if trial == 0 else None)
             ref_ok = ref_made.result()
-            if judging is not None:
-                judging.result()
-                judging = None
+            spent["calls"] += time.monotonic() - t0
+            wait(judging)
+            judging = None
             if not (ref_ok and cand_ok):
                 break
             judging = pool.submit(judge.call, c, r)
             if not overlap:
-                judging.result()
+                wait(judging)
                 judging = None
-        if judging is not None:
-            judging.result()
+        wait(judging)
+    cand.run.wall_s.update({f"correctness_{k}": v for k, v in spent.items()})
 
 
 def _reference_held(ctx: EvaluationContext, ref: RoleRun) -> None:
@@ -260,6 +269,14 @@ class _Judge:
         batch returned); each is judged at once against the candidate's dump."""
         if ref is None or not ref.ok:
             return
+        t0 = time.monotonic()
+        try:
+            self._sampled(ref, bench)
+        finally:
+            spent = self.run.cand.wall_s
+            spent["sampled_checks"] = spent.get("sampled_checks", 0.0) + time.monotonic() - t0
+
+    def _sampled(self, ref: Role, bench: BenchResult) -> None:
         seeds = self.run.plan.bench_seeds(bench.case)
         n_out = len(bench.case.payload["outputs"])
         for idx, fname in sorted(bench.sampled.items()):

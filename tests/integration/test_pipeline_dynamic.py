@@ -54,6 +54,13 @@ def test_honest_triton_dps_is_promoted(ev) -> None:
 def test_honest_torch_returning_style_is_promoted(ev) -> None:
     v = ev(TORCH_RMS, dps=False, language="python")
     assert v.decision == "promote", v.reasons
+    # where the time went, for the benchmarks: both workers, the calls, each role's timing
+    host = v.stage("benchmark").details["host_s"]  # type: ignore[union-attr]
+    for key in ("candidate_compile", "candidate_correctness_calls",
+                "candidate_correctness_judging_wait", "candidate_benchmark",
+                "candidate_sampled_checks", "reference_compile", "reference_benchmark"):
+        assert host[key] >= 0.0, key
+    assert host["candidate_sampled_checks"] <= host["candidate_benchmark"]
 
 
 def test_wrong_result_is_incorrect_numerical(ev) -> None:

@@ -9,6 +9,7 @@ import time
 from ...models import Reason, Stage, StageResult
 from .. import honesty
 from ..context import EvaluationContext, Needs, SoFar, skipped
+from ..correctness import host_times
 from ..job import execution
 from . import baselines, timing
 
@@ -38,6 +39,7 @@ class BenchmarkStage:
             g_reasons, g_details = baselines.extend_benchmark(ctx, run)
             reasons.extend(g_reasons)
             details.update(g_details)
+        details["host_s"] = host_times(run)
         return StageResult(stage=self.stage, status="failed" if reasons else "passed",
                            duration_s=cand.wall_s.get("benchmark", 0.0) + time.monotonic() - t0,
                            reasons=reasons, details=details)
