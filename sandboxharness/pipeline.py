@@ -76,9 +76,10 @@ class Harness:
     def evaluate(self, definition: Definition, solution: Solution,
                  workloads: list[WorkloadTrace], *, seed: int | None = None,
                  blob_root: Path | None = None, lane: GpuLane = NO_LANE,
-                 static_report: object = None) -> Verdict:
+                 static_report: object = None, reference_timings: object = None) -> Verdict:
         """``lane``: the GPU this evaluation uses and shares with others (a dataset run);
-        ``static_report``: its static analysis, made in a batch with others."""
+        ``static_report``: its static analysis, made in a batch with others;
+        ``reference_timings``: the run's reference timings (``stages.reftimes``)."""
         started_at = _now()
         seed = secrets.randbits(53) if seed is None else seed  # exact in RFC 8785 JSON
         device = "cuda" if host.device_name() != "cpu" else "cpu"
@@ -90,7 +91,8 @@ class Harness:
         ctx = EvaluationContext(definition=definition, solution=solution,
                                 workloads=tuple(workloads), policy=self.policy,
                                 sandbox=self.sandbox, seed=seed, device=device, root=root,
-                                blob_root=blob_root, lane=lane, static_report=static_report)
+                                blob_root=blob_root, lane=lane, static_report=static_report,
+                                reference_timings=reference_timings)
         try:
             for stage in STAGES:
                 result = stage.run(ctx, so_far)

@@ -30,6 +30,7 @@ from ..intake import check_pairing
 from ..models import Policy, StageResult, Verdict
 from ..stages.cases import derive_seed, pick_workloads
 from ..stages.lanes import GpuLane, Lanes
+from ..stages.reftimes import ReferenceTimings
 from ..traces import to_traces
 from .layout import Dataset, DefinitionEntry, SolutionEntry, load_dataset, select
 from .tracefile import TraceWriter, traced
@@ -181,6 +182,7 @@ class DatasetRun:
         self.writer = TraceWriter()
         self.verdicts = VerdictWriter(self.dataset.root)
         self.static_reports: dict[str, object] = {}
+        self.reference_timings = ReferenceTimings()
         self._by_name = {s.solution.name: (d, s) for d, s in self.pairs}
 
     def tasks(self) -> tuple[list[Task], list[Task]]:
@@ -271,7 +273,8 @@ def _evaluate(task: Task, pair: tuple[DefinitionEntry, SolutionEntry], run: Data
                       observer=lambda r: on_event(RunEvent("stage", task, stage=r)))
     return harness.evaluate(d.definition, s.solution, list(d.workloads), seed=task.seed,
                             blob_root=run.dataset.root, lane=lane,
-                            static_report=run.static_reports.get(s.solution.name))
+                            static_report=run.static_reports.get(s.solution.name),
+                            reference_timings=run.reference_timings)
 
 
 def _evaluated_elsewhere(task: Task, on_event: OnEvent) -> Verdict:

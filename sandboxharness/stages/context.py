@@ -44,10 +44,13 @@ class EvaluationContext:
     root: Path  # the private job directory of this evaluation
     blob_root: Path | None = None
     lane: GpuLane = NO_LANE
+    """The GPU this evaluation's jobs use and share (``stages.lanes``)."""
     static_report: Any = None
     """This solution's static analysis when a scheduler made it in a batch (a
     ``static.StaticReport``); None: the static stage runs the analysers itself."""
-    """The GPU this evaluation's jobs use and share (``stages.lanes``)."""
+    reference_timings: Any = None
+    """A run's ``stages.reftimes.ReferenceTimings``: the reference timed once for all of a
+    definition's candidates; None: this evaluation times it."""
 
     @property
     def language(self) -> str:

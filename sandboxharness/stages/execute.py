@@ -97,6 +97,9 @@ class RoleRun:
     wall_s: dict[str, float] = field(default_factory=dict)
     rechecked: dict[str, str] = field(default_factory=dict)
     """Result file name -> digest of that call's outputs after every correctness call."""
+    timed_by: str | None = None
+    """Reference only: the candidate whose evaluation measured these benches, when they were
+    kept from another of the run (``stages.reftimes``); None: measured here."""
 
 
 @dataclass(frozen=True)

@@ -102,6 +102,27 @@ def test_run_local_traces_every_solution_and_fib_reads_them(tmp_path: Path,
     assert len(records) == 3 and all(json.loads(r)["decision"] for r in records)
 
 
+def test_the_reference_is_timed_once_for_a_definitions_candidates(tmp_path: Path,
+                                                                   policy_path: Path) -> None:
+    """Candidates of one definition share the run's seed: one of them times the reference,
+    the others reuse that timing (as FlashInfer-Bench times its reference once per workload),
+    even when they run side by side; the verdict names who timed it."""
+    root = _dataset(tmp_path / "ds", {"good": GOOD, "good2": GOOD.replace("1e-6", "1e-6 ")})
+    policy = load_policy(policy_path)
+    summary = run_dataset(root, RunOptions(policy=policy, backend="process", seed=5, jobs=2))
+    benches = {o.task.solution: o.verdict.stage("benchmark") for o in summary.outcomes
+               if o.verdict is not None}
+    assert set(benches) == {"good", "good2"}
+    timed_by = {name: b.details.get("reference_timed_by") for name, b in benches.items()}
+    first = next(name for name, by in timed_by.items() if by is None)  # timed it itself
+    other = ({"good", "good2"} - {first}).pop()
+    assert timed_by[other] == first
+    refs = {name: [w["reference"] for w in b.details["workloads"]] for name, b in benches.items()}
+    assert refs[other] == refs[first]  # the same measurement, not another one
+    assert benches[other].details["host_s"].get("reference_benchmark", 0.0) == 0.0
+    assert benches[first].details["host_s"]["reference_benchmark"] > 0.0
+
+
 def test_resume_skips_what_is_traced_and_reruns_what_is_not(tmp_path: Path,
                                                             policy_path: Path) -> None:
     root = _dataset(tmp_path / "ds", {"good": GOOD, "wrong": WRONG})

@@ -8,12 +8,7 @@ import pytest
 from sandboxharness.errors import InfrastructureError, InputError
 from sandboxharness.models.verdict import ReasonCode
 from sandboxharness.stages.cases import Case
-from sandboxharness.stages.limits import (
-    check_plan,
-    overlap_fits,
-    reference_fault,
-    result_bytes,
-)
+from sandboxharness.stages.limits import check_plan, overlap_fits, reference_fault, result_bytes
 from sandboxharness.stages.session import KernelFault
 from tests.conftest import fast_policy
 
