@@ -184,6 +184,7 @@ def execute(ctx: EvaluationContext) -> Execution:
         _reference_held(ctx, ref.run)
         if cand.ok:
             cand.benches(on_sampled=lambda bench: judge.sampled(ref, bench))
+        cand.close()  # gone before its reference is timed: nothing of it runs beside that
         if ref.ok:
             _time_reference(ctx, ref, cases)
         _reference_held(ctx, ref.run)
