@@ -15,6 +15,7 @@ import pytest
 
 from sandboxharness.errors import HarnessError
 from sandboxharness.intake import load_definition, load_solution, load_workloads
+from sandboxharness.models import Policy
 from sandboxharness.pipeline import Harness
 from sandboxharness.sandbox import Sandbox, select_backend
 from tests.escape.support import (
@@ -82,10 +83,11 @@ def run_attack(backend: str, secrets_dir: Path, tmp_path: Path, used: list[Sandb
     workloads = load_workloads(ATTACKS / "plus_one.jsonl")
 
     def _run(code: str, *, name: str = "attack", keep_jobs: bool = False,
-             workdir: Path | None = None, **kw: Any) -> Outcome:
-        sandbox = select_backend(backend, ESCAPE_POLICY, hidden_paths=[secrets_dir])
+             workdir: Path | None = None, policy: Policy = ESCAPE_POLICY,
+             **kw: Any) -> Outcome:
+        sandbox = select_backend(backend, policy, hidden_paths=[secrets_dir])
         used.append(sandbox)
-        harness = Harness(ESCAPE_POLICY, sandbox=sandbox, keep_jobs=keep_jobs, workdir=workdir)
+        harness = Harness(policy, sandbox=sandbox, keep_jobs=keep_jobs, workdir=workdir)
         solution = load_solution(solution_file(tmp_path, code, name))
         t0 = time.monotonic()
         verdict = harness.evaluate(definition, solution, workloads, seed=1234,
