@@ -214,7 +214,8 @@ def _time_reference(ctx: EvaluationContext, ref: Role, cases: list[Case]) -> Non
 def _correctness_calls(cand: Role, ref: Role, judge: _Judge, plan: Plan,
                        sample: dict[str, Repeat], *, overlap: bool) -> None:
     """Each call made on both workers at once, then judged; with ``overlap`` the judging of one
-    call runs while the next is made (its files and the next call's exist together)."""
+    call runs while the next is made (its files and the next call's exist together), its
+    candidate file moved out of the worker's view first (``_Judge.hold``)."""
     spent = {"calls": 0.0, "judging_wait": 0.0}  # where the stage's wall time went
 
     def wait(judging: Future[None] | None) -> None:
@@ -237,8 +238,9 @@ def _correctness_calls(cand: Role, ref: Role, judge: _Judge, plan: Plan,
             judging = None
             if not (ref_ok and cand_ok):
                 break
-            judging = pool.submit(judge.call, c, r)
-            if not overlap:
+            held = judge.hold(c) if overlap else None
+            judging = pool.submit(judge.call, c, r, held)
+            if held is None:  # in the worker's view until judged: before its next call
                 wait(judging)
                 judging = None
         wait(judging)
@@ -261,11 +263,26 @@ class _Judge:
 
     def __init__(self, ctx: EvaluationContext, run: Execution) -> None:
         self.ctx, self.run = ctx, run
+        self.held = run.cand_dir.parent / "held"
+        """Beside the candidate's out dir, in no sandbox's view: its results being judged."""
 
-    def _judge(self, cand: CallResult, ref: CallResult) -> Any:
+    def hold(self, cand: CallResult) -> Path | None:
+        """Move the candidate's result file out of its worker's reach before its next call, so
+        that call's code finds nothing of it to swap or rewrite while it is judged. Where the
+        file now is (None: it stays; judge it before the next call)."""
+        if cand.file is None:
+            return None
+        try:
+            self.held.mkdir(mode=0o700, exist_ok=True)
+            os.rename(self.run.cand_dir / cand.file, self.held / cand.file)
+        except OSError:
+            return None
+        return self.held
+
+    def _judge(self, cand: CallResult, ref: CallResult, cand_dir: Path | None = None) -> Any:
         try:
             return judge_call(self.ctx.definition, self.ctx.policy, cand, ref,
-                              cand_dir=self.run.cand_dir, ref_dir=self.run.ref_dir,
+                              cand_dir=cand_dir or self.run.cand_dir, ref_dir=self.run.ref_dir,
                               data_dir=str(self.run.data_dir))
         except Exception as exc:  # noqa: BLE001  kept for the stage, which raises it
             return exc
@@ -275,11 +292,13 @@ class _Judge:
             if p is not None:
                 p.unlink(missing_ok=True)
 
-    def call(self, cand: CallResult, ref: CallResult) -> None:
+    def call(self, cand: CallResult, ref: CallResult, cand_dir: Path | None = None) -> None:
+        """Judge one call; ``cand_dir``: where ``hold`` moved its file (default: the out dir)."""
+        where = cand_dir or self.run.cand_dir
         if ref.error is not None:
             return  # the stage decides: a held-out size the definition refuses, or bad input
-        cand.judged = self._judge(cand, ref)
-        self._drop(self.run.cand_dir / cand.file if cand.file else None,
+        cand.judged = self._judge(cand, ref, where)
+        self._drop(where / cand.file if cand.file else None,
                    self.run.ref_dir / ref.file if ref.file else None)
 
     def sampled(self, ref: Role | None, bench: BenchResult) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import gc
 import hashlib
 import os
-import threading
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -48,28 +47,20 @@ PIECE = 16 << 20
 """Bytes of a tensor over which its digest hashes pieces side by side: the digest of each
 ``PIECE`` in order instead of the bytes themselves (shape and dtype, hashed first, fix which
 form a tensor takes). The hashing releases the interpreter lock: up to four cores bind a
-119 MB output, on both sides (four threads: well inside the policy's smallest process limit)."""
-_POOL: list[ThreadPoolExecutor] = []
+119 MB output, on both sides. The threads live only for that digest: a worker runs candidate
+code with no thread of the harness beside it (a seccomp kill of the calling thread still
+ends the process, and the worker's thread count stays the integrity check's)."""
 
 
-def warm() -> None:
-    """Start every hashing thread now (the worker does so before any candidate code exists,
-    so its count of threads holds them): each waits at a barrier until all have started."""
-    if _POOL:
-        return
-    n = min(4, os.cpu_count() or 1)
-    pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="shx-digest")
-    started = threading.Barrier(n + 1)
-    for _ in range(n):
-        pool.submit(started.wait)
-    started.wait()
-    _POOL.append(pool)
-
-
-def _pieces(data: memoryview) -> Iterator[bytes]:
-    warm()
+def _pieces(data: memoryview) -> list[bytes]:
     views = [data[i:i + PIECE] for i in range(0, len(data), PIECE)]
-    return _POOL[0].map(lambda v: hashlib.sha256(v).digest(), views)
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1, len(views)),
+                            thread_name_prefix="shx-digest") as pool:
+        return list(pool.map(_sha256, views))
+
+
+def _sha256(view: memoryview) -> bytes:
+    return hashlib.sha256(view).digest()
 
 
 def _update(h: Any, name: str, t: torch.Tensor) -> None:

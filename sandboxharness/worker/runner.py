@@ -14,7 +14,7 @@ from time import perf_counter as _clock  # bound before any candidate code runs
 from typing import Any
 
 from ..inputs.tensorgen import make_inputs, make_outputs
-from . import binding, protocol
+from . import protocol
 from .binding import (
     _CLONE,
     _RESHAPE,
@@ -244,8 +244,6 @@ class Worker:
             rt = torch.cuda.cudart()  # type: ignore[no-untyped-call]
             self.profiler = (rt.cudaProfilerStart, rt.cudaProfilerStop, torch.cuda._sleep)
         import safetensors.torch  # noqa: F401  (the saver is in the snapshot)
-
-        binding.warm()  # the digest's threads exist before the candidate does
 
         self.snapshot = Snapshot(own)
         self.snapshot.watch(self.launches)
