@@ -210,10 +210,11 @@ def test_sigterm_cancels_the_cluster_tasks(tmp_path: Path,
     def candidates() -> list[str]:
         return [c for c in _descendants(_ours(temp)).values() if "sandboxharness.worker" in c]
 
+    # each evaluation runs its candidate's worker and its reference's side by side
     deadline = time.monotonic() + 120
-    while len(candidates()) < 2 and time.monotonic() < deadline and proc.poll() is None:
+    while len(candidates()) < 4 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.5)
-    assert len(candidates()) == 2, "both candidates should be running on the cluster"
+    assert len(candidates()) == 4, "both candidates (and their references) should be running"
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 143, err
