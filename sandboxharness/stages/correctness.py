@@ -15,7 +15,7 @@ from .call_judge import STATE_KEY, judge_call
 from .compare_modes import resolve
 from .context import EvaluationContext, Needs, SoFar, skipped
 from .execute import CallResult, RoleRun
-from .job import Execution, execution
+from .job import execution, host_times
 
 
 def judged(call: CallResult) -> tuple[ReasonCode | None, str, dict[str, Any]] | None:
@@ -66,16 +66,6 @@ def judge(definition: Definition, policy: Policy, cand: RoleRun, ref: RoleRun, *
                "heldout_dropped": sorted(dropped),
                "comparison": resolve(definition, policy.correctness).describe()}
     return reasons, details
-
-
-def host_times(run: Execution) -> dict[str, float]:
-    """Where the evaluation's wall time went on the host, in s: the workers' start and
-    compile, the calls (both workers at once), the waits on judging, the timed calls of each
-    role and the sampled re-checks (benchmarks print it; nothing is decided on it)."""
-    out = {f"candidate_{k}": v for k, v in run.cand.wall_s.items()}
-    if run.ref is not None:
-        out.update({f"reference_{k}": v for k, v in run.ref.wall_s.items()})
-    return {k: round(v, 3) for k, v in sorted(out.items())}
 
 
 class CorrectnessStage:

@@ -328,6 +328,16 @@ class _Judge:
                 self._drop(self.run.cand_dir / fname, self.run.ref_dir / r.file if r.file else None)
 
 
+def host_times(run: Execution) -> dict[str, float]:
+    """Where the evaluation's wall time went on the host, in s: the workers' start and
+    compile, the calls (both workers at once), the waits on judging, the timed calls of each
+    role and the sampled re-checks (benchmarks print it; nothing is decided on it)."""
+    out = {f"candidate_{k}": v for k, v in run.cand.wall_s.items()}
+    if run.ref is not None:
+        out.update({f"reference_{k}": v for k, v in run.ref.wall_s.items()})
+    return {k: round(v, 3) for k, v in sorted(out.items())}
+
+
 def execution(ctx: EvaluationContext, so_far: SoFar) -> Execution:
     """The evaluation's sandboxed runs, made by the first stage that needs them."""
     result: Execution = so_far.shared("execution", lambda: execute(ctx))

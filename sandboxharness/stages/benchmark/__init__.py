@@ -9,8 +9,7 @@ import time
 from ...models import Reason, Stage, StageResult
 from .. import honesty
 from ..context import EvaluationContext, Needs, SoFar, skipped
-from ..correctness import host_times
-from ..job import execution
+from ..job import execution, host_times
 from . import baselines, timing
 
 
